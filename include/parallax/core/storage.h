@@ -1,0 +1,26 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace px {
+
+// A 64-byte-aligned, zero-initialized byte buffer shared by a tensor and its views.
+class Storage {
+ public:
+  explicit Storage(int64_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  std::byte* data() { return data_; }
+  const std::byte* data() const { return data_; }
+  int64_t nbytes() const { return nbytes_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  int64_t nbytes_ = 0;
+};
+
+}  // namespace px
