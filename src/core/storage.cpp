@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <algorithm>
-#include <cstring>
 #include <new>
 
 namespace px {
@@ -16,7 +15,6 @@ Storage::Storage(int64_t nbytes) : nbytes_(nbytes) {
   int64_t padded = ((std::max<int64_t>(nbytes, 1) + kAlignment - 1) / kAlignment) * kAlignment;
   data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, static_cast<size_t>(padded)));
   if (!data_) throw std::bad_alloc();
-  std::memset(data_, 0, static_cast<size_t>(padded));
 }
 
 Storage::~Storage() { std::free(data_); }

@@ -1,5 +1,6 @@
 #include "parallax/core/tensor.h"
 
+#include <cstring>
 #include <ostream>
 #include <sstream>
 
@@ -50,6 +51,12 @@ Tensor Tensor::empty(Shape shape, DType dtype) {
   auto impl = make_impl(TensorKind::Dense, TensorMeta{std::move(shape), dtype});
   impl->storage = std::make_shared<Storage>(impl->meta.nbytes());
   return Tensor(std::move(impl));
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype) {
+  Tensor out = empty(std::move(shape), dtype);
+  std::memset(out.storage()->data(), 0, static_cast<size_t>(out.storage()->nbytes()));
+  return out;
 }
 
 Tensor Tensor::meta(Shape shape, DType dtype) {

@@ -6,7 +6,9 @@
 
 namespace px {
 
-// A 64-byte-aligned, zero-initialized byte buffer shared by a tensor and its views.
+// A 64-byte-aligned byte buffer shared by a tensor and its views. Contents
+// start uninitialized: kernels overwrite their outputs, and zero-filling every
+// output would cost a full extra write pass on memory-bound ops.
 class Storage {
  public:
   explicit Storage(int64_t nbytes);

@@ -49,8 +49,10 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // --- construction without the dispatcher (core level) ---
-  // Uninitialized-by-contract (zero-filled in practice) contiguous dense tensor.
+  // Contiguous dense tensor with UNINITIALIZED contents (kernels write every element).
   static Tensor empty(Shape shape, DType dtype = DType::Float32);
+  // Contiguous dense tensor filled with zeros.
+  static Tensor zeros(Shape shape, DType dtype = DType::Float32);
   static Tensor meta(Shape shape, DType dtype = DType::Float32);
   static Tensor proxy(TensorMeta meta, std::shared_ptr<ProxyHandle> handle);
   // A dense view sharing `base`'s storage (or a meta/proxy-free meta tensor for a meta base).

@@ -1,0 +1,115 @@
+// Op throughput against the hardware's own ceilings, measured in one run:
+//   - matmul through the op (dispatcher + kernel) vs cblas_sgemm called directly, 1 BLAS thread;
+//   - memory-bound ops (add, gelu, softmax, layer_norm) on 16 MiB float32 tensors vs memcpy.
+// Bytes moved = bytes read + bytes written, for the ops and for memcpy alike.
+// Run: build/bench/ops_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+
+#include <cblas.h>
+
+#include <cstring>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "parallax/core/tensor.h"
+#include "parallax/kernels/blas_threads.h"
+#include "parallax/ops/dispatch.h"
+
+namespace {
+
+constexpr int64_t kBytes16MiB = 16 << 20;
+constexpr int64_t kFloats16MiB = kBytes16MiB / 4;
+
+px::Tensor filled(const px::Shape& shape, float value) {
+  px::Tensor t = px::Tensor::empty(shape, px::DType::Float32);
+  float* data = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) data[i] = value + 1e-3f * static_cast<float>(i % 97);
+  return t;
+}
+
+void set_gemm_counters(benchmark::State& state, int64_t m, int64_t n, int64_t k) {
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k),
+                                                 benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+}
+
+void BM_matmul_op(benchmark::State& state) {
+  int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  px::kernels::set_blas_threads(1);
+  px::Tensor a = filled({m, k}, 0.5f), b = filled({k, n}, 0.25f);
+  for (auto _ : state) benchmark::DoNotOptimize(px::call1("matmul", {a, b}));
+  set_gemm_counters(state, m, n, k);
+}
+
+void BM_cblas_sgemm(benchmark::State& state) {
+  int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  px::kernels::set_blas_threads(1);
+  px::Tensor a = filled({m, k}, 0.5f), b = filled({k, n}, 0.25f);
+  for (auto _ : state) {
+    // Allocate the output each time, as the op does, so the comparison is like for like.
+    px::Tensor c = px::Tensor::empty({m, n}, px::DType::Float32);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, a.data<float>(), static_cast<int>(k), b.data<float>(),
+                static_cast<int>(n), 0.0f, c.data<float>(), static_cast<int>(n));
+    benchmark::DoNotOptimize(c.data<float>());
+  }
+  set_gemm_counters(state, m, n, k);
+}
+
+void gemm_sizes(benchmark::internal::Benchmark* bench) {
+  bench->Args({512, 512, 512})->Args({1024, 1024, 1024})->Args({4096, 1024, 1024});
+  bench->ArgNames({"m", "k", "n"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK(BM_matmul_op)->Apply(gemm_sizes);
+BENCHMARK(BM_cblas_sgemm)->Apply(gemm_sizes);
+
+void BM_memcpy(benchmark::State& state) {
+  std::vector<float> src(kFloats16MiB, 1.0f), dst(kFloats16MiB, 0.0f);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), kBytes16MiB);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
+}
+BENCHMARK(BM_memcpy)->UseRealTime();
+
+void BM_add(benchmark::State& state) {
+  px::Tensor a = filled({kFloats16MiB}, 1.0f), b = filled({kFloats16MiB}, 2.0f);
+  for (auto _ : state) benchmark::DoNotOptimize(px::call1("add", {a, b}));
+  state.SetBytesProcessed(state.iterations() * 3 * kBytes16MiB);
+}
+BENCHMARK(BM_add)->UseRealTime();
+
+void BM_gelu(benchmark::State& state) {
+  px::Tensor x = filled({kFloats16MiB}, -0.5f);
+  for (auto _ : state) benchmark::DoNotOptimize(px::call1("gelu", {x}));
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
+}
+BENCHMARK(BM_gelu)->UseRealTime();
+
+void BM_softmax(benchmark::State& state) {
+  px::Tensor x = filled({kFloats16MiB / 1024, 1024}, 0.1f);
+  for (auto _ : state) benchmark::DoNotOptimize(px::call1("softmax", {x}, {{"dim", int64_t{-1}}}));
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
+}
+BENCHMARK(BM_softmax)->UseRealTime();
+
+void BM_layer_norm(benchmark::State& state) {
+  px::Tensor x = filled({kFloats16MiB / 1024, 1024}, 0.1f);
+  px::Tensor w = filled({1024}, 1.0f), b = filled({1024}, 0.0f);
+  for (auto _ : state) benchmark::DoNotOptimize(px::call1("layer_norm", {x, w, b}));
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
+}
+BENCHMARK(BM_layer_norm)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("openblas_core", px::kernels::blas_core_name());
+  benchmark::AddCustomContext("blas_threads", "1");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,47 @@
+// cast: a contiguous copy converted to another dtype (bf16 rounds to nearest
+// even; to bool is != 0; float to int truncates toward zero).
+
+#include "parallax/ops/shape.h"
+#include "ops/defs/shape_defs.h"
+
+namespace px {
+
+namespace defs {
+
+namespace {
+
+std::vector<TensorMeta> infer_cast(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return {{in[0].shape, attrs.get_dtype("dtype")}};
+}
+
+std::vector<Tensor> cast_kernel(const std::vector<Tensor>& in, const Attrs& attrs) {
+  return {contiguous_copy(in[0], attrs.get_dtype("dtype"))};
+}
+
+// Gradients flow only between floating dtypes: integers and bools are not differentiable.
+std::vector<Tensor> vjp_cast(const VjpContext& ctx) {
+  const Tensor& grad = ctx.grad_outputs[0];
+  DType from = ctx.inputs[0].dtype();
+  if (!grad.defined() || !is_floating(from) || !is_floating(ctx.attrs.get_dtype("dtype"))) return {Tensor()};
+  return {cast(grad, from)};
+}
+
+}  // namespace
+
+OpDef def_cast() {
+  return {.name = "cast",
+          .inputs = {{"x"}},
+          .attrs = {{"dtype", AttrType::DType, std::nullopt}},
+          .infer = infer_cast,
+          .kernel = cast_kernel,
+          .vjp = vjp_cast,
+          .cost = copy_cost,
+          .sharding = {},
+          .traits = {.elementwise = true, .view = false}};
+}
+
+}  // namespace defs
+
+Tensor cast(const Tensor& x, DType dtype) { return call1("cast", {x}, {{"dtype", dtype}}); }
+
+}  // namespace px

@@ -1,0 +1,53 @@
+#pragma once
+// Private: the NN family's op definitions (one file per topic: softmax.cpp,
+// norm.cpp, embedding.cpp, loss.cpp, attention.cpp, rope.cpp, dropout.cpp) and
+// the small helpers their kernels and VJPs share.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ops/defs/common.h"
+
+namespace px::defs {
+
+OpDef def_softmax();
+OpDef def_log_softmax();
+OpDef def_layer_norm();
+OpDef def_rms_norm();
+OpDef def_embedding();
+OpDef def_embedding_backward();
+OpDef def_one_hot();
+OpDef def_nll_loss();
+OpDef def_cross_entropy();
+OpDef def_scaled_dot_product_attention();
+OpDef def_rope();
+OpDef def_dropout();
+
+// Calls fn(T{}) with T the storage type of a floating dtype (inference has already rejected the others).
+template <class Fn>
+void visit_floating(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float32:
+      fn(float{});
+      return;
+    case DType::Float64:
+      fn(double{});
+      return;
+    case DType::BFloat16:
+      fn(BFloat16{});
+      return;
+    case DType::Int64:
+    case DType::Bool:
+      break;
+  }
+  PX_ASSERT(false && "a floating dtype was checked by shape inference");
+}
+
+// `tensor` itself when its elements are laid out row-major, else a contiguous copy.
+inline Tensor contiguous_input(const Tensor& tensor) { return tensor.is_contiguous() ? tensor : tensor.contiguous(); }
+
+// "x f32[4,8]": how errors name an input.
+inline std::string named(std::string_view name, const TensorMeta& meta) { return std::string(name) + " " + meta.str(); }
+
+}  // namespace px::defs

@@ -1,0 +1,109 @@
+// squeeze and unsqueeze: views that remove or insert size-1 dims.
+
+#include "parallax/ops/shape.h"
+#include "ops/defs/shape_defs.h"
+
+namespace px {
+
+namespace defs {
+
+namespace {
+
+// Which dims squeeze removes: the size-1 dims among `dims` (all dims when empty).
+std::vector<bool> squeezed_dims(const TensorMeta& input, const std::vector<int64_t>& dims) {
+  std::vector<bool> chosen(input.shape.size(), dims.empty());
+  std::vector<bool> seen(input.shape.size(), false);
+  for (int64_t dim : dims) {
+    int64_t d = normalize_dim(dim, input.ndim(), "squeeze");
+    if (input.ndim() == 0) continue;  // a scalar has no dims to squeeze
+    if (seen[d]) throw ValueError("squeeze: dim " + std::to_string(d) + " appears twice in " + shape_str(dims));
+    seen[d] = true;
+    chosen[d] = true;
+  }
+  for (size_t d = 0; d < chosen.size(); ++d) chosen[d] = chosen[d] && input.shape[d] == 1;
+  return chosen;
+}
+
+std::vector<TensorMeta> infer_squeeze(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  std::vector<bool> removed = squeezed_dims(in[0], attrs.get_ints("dims"));
+  TensorMeta out{{}, in[0].dtype};
+  for (size_t d = 0; d < removed.size(); ++d) {
+    if (!removed[d]) out.shape.push_back(in[0].shape[d]);
+  }
+  return {out};
+}
+
+std::vector<Tensor> squeeze_kernel(const std::vector<Tensor>& in, const Attrs& attrs) {
+  const Tensor& x = in[0];
+  std::vector<bool> removed = squeezed_dims(x.meta_info(), attrs.get_ints("dims"));
+  Shape shape;
+  Strides strides;
+  for (size_t d = 0; d < removed.size(); ++d) {
+    if (removed[d]) continue;
+    shape.push_back(x.shape()[d]);
+    strides.push_back(x.strides()[d]);
+  }
+  return {Tensor::alias(x, std::move(shape), std::move(strides), x.offset())};
+}
+
+std::vector<Tensor> vjp_reshape_to_input(const VjpContext& ctx) {
+  if (!ctx.grad_outputs[0].defined()) return {Tensor()};
+  return {reshape(ctx.grad_outputs[0], ctx.inputs[0].shape())};
+}
+
+int64_t unsqueeze_dim(const TensorMeta& input, const Attrs& attrs) {
+  return normalize_dim(attrs.get_int("dim"), input.ndim() + 1, "unsqueeze");
+}
+
+std::vector<TensorMeta> infer_unsqueeze(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  TensorMeta out = in[0];
+  out.shape.insert(out.shape.begin() + unsqueeze_dim(in[0], attrs), 1);
+  return {out};
+}
+
+std::vector<Tensor> unsqueeze_kernel(const std::vector<Tensor>& in, const Attrs& attrs) {
+  const Tensor& x = in[0];
+  int64_t dim = unsqueeze_dim(x.meta_info(), attrs);
+  Shape shape = x.shape();
+  Strides strides = x.strides();
+  // Any stride is valid for a size-1 dim; this one keeps contiguous inputs contiguous.
+  int64_t stride = dim >= x.dim() ? 1 : shape[dim] * strides[dim];
+  shape.insert(shape.begin() + dim, 1);
+  strides.insert(strides.begin() + dim, stride);
+  return {Tensor::alias(x, std::move(shape), std::move(strides), x.offset())};
+}
+
+}  // namespace
+
+OpDef def_squeeze() {
+  return {.name = "squeeze",
+          .inputs = {{"x"}},
+          .attrs = {{"dims", AttrType::Ints, std::vector<int64_t>{}}},
+          .infer = infer_squeeze,
+          .kernel = squeeze_kernel,
+          .vjp = vjp_reshape_to_input,
+          .cost = free_cost,
+          .sharding = {},
+          .traits = {.elementwise = false, .view = true}};
+}
+
+OpDef def_unsqueeze() {
+  return {.name = "unsqueeze",
+          .inputs = {{"x"}},
+          .attrs = {{"dim", AttrType::Int, std::nullopt}},
+          .infer = infer_unsqueeze,
+          .kernel = unsqueeze_kernel,
+          .vjp = vjp_reshape_to_input,
+          .cost = free_cost,
+          .sharding = {},
+          .traits = {.elementwise = false, .view = true}};
+}
+
+}  // namespace defs
+
+Tensor squeeze(const Tensor& x, std::vector<int64_t> dims) {
+  return call1("squeeze", {x}, {{"dims", std::move(dims)}});
+}
+Tensor unsqueeze(const Tensor& x, int64_t dim) { return call1("unsqueeze", {x}, {{"dim", dim}}); }
+
+}  // namespace px

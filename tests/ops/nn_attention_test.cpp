@@ -1,0 +1,172 @@
+// scaled_dot_product_attention: against a naive float64 loop reference (plain,
+// causal with Tq < Tk and Tq > Tk, custom scale, broadcast batch dims, strided
+// inputs), VJPs, cost, errors and meta inputs.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/nn_test_helpers.h"
+#include "parallax/ops/dispatch.h"
+#include "parallax/ops/nn.h"
+#include "support/test_util.h"
+
+namespace px {
+namespace {
+
+using testing::all_close;
+using testing::check_vjp;
+using testing::mentions;
+using testing::non_contiguous;
+using testing::random_tensor;
+using testing::thrown_message;
+
+// Row-major values of a [batch, T, D] tensor whose leading dims broadcast to `batch` entries (b % own batch).
+struct Flat {
+  std::vector<double> v;
+  int64_t batch, t, d;
+  double at(int64_t b, int64_t i, int64_t j) const { return v[((b % batch) * t + i) * d + j]; }
+};
+
+Flat flat(const Tensor& x) {
+  int64_t t = x.size(-2), d = x.size(-1);
+  return {x.to_vector<double>(), x.numel() / (t * d), t, d};
+}
+
+// q, k, v with identical or size-1-broadcast leading dims flattened the same way (sufficient for these tests).
+std::vector<double> attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, int64_t batch, bool causal,
+                                        double scale) {
+  Flat fq = flat(q), fk = flat(k), fv = flat(v);
+  if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(fq.d));
+  std::vector<double> out;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < fq.t; ++i) {
+      std::vector<double> p(fk.t, 0.0);
+      double max = -INFINITY, total = 0;
+      for (int64_t j = 0; j < fk.t; ++j) {
+        if (causal && j > i) continue;
+        for (int64_t e = 0; e < fq.d; ++e) p[j] += fq.at(b, i, e) * fk.at(b, j, e) * scale;
+        max = std::max(max, p[j]);
+      }
+      for (int64_t j = 0; j < fk.t; ++j) {
+        p[j] = causal && j > i ? 0.0 : std::exp(p[j] - max);
+        total += p[j];
+      }
+      for (int64_t e = 0; e < fv.d; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < fk.t; ++j) acc += p[j] / total * fv.at(b, j, e);
+        out.push_back(acc);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(NnAttention, MatchesReference) {
+  Tensor q = random_tensor({2, 3, 4}, DType::Float64, 1, -2, 2);
+  Tensor k = random_tensor({2, 5, 4}, DType::Float64, 2, -2, 2);
+  Tensor v = random_tensor({2, 5, 6}, DType::Float64, 3);
+  Tensor out = scaled_dot_product_attention(q, k, v);
+  EXPECT_EQ(out.shape(), (Shape{2, 3, 6}));
+  EXPECT_TRUE(all_close(out, attention_reference(q, k, v, 2, false, 0), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(scaled_dot_product_attention(q, k, v, false, 0.7), attention_reference(q, k, v, 2, false, 0.7),
+                        1e-12, 1e-12));
+}
+
+TEST(NnAttention, CausalMaskIsTopLeftAligned) {
+  for (auto [tq, tk] : {std::pair<int64_t, int64_t>{3, 5}, {5, 3}, {4, 4}}) {
+    Tensor q = random_tensor({2, tq, 4}, DType::Float64, 4);
+    Tensor k = random_tensor({2, tk, 4}, DType::Float64, 5);
+    Tensor v = random_tensor({2, tk, 3}, DType::Float64, 6);
+    EXPECT_TRUE(
+        all_close(scaled_dot_product_attention(q, k, v, true), attention_reference(q, k, v, 2, true, 0), 1e-12, 1e-12))
+        << tq << "x" << tk;
+  }
+  // Query 0 sees only key 0, so its output is exactly v[0].
+  Tensor q = random_tensor({1, 2, 3}, DType::Float64, 7);
+  Tensor v = random_tensor({1, 2, 3}, DType::Float64, 8);
+  Tensor out = scaled_dot_product_attention(q, q, v, true);
+  EXPECT_TRUE(all_close(out.select(1, 0), v.select(1, 0)));
+}
+
+TEST(NnAttention, BroadcastBatchAndStridedInputs) {
+  // q [2, 3, T, D] against one shared k/v head [1, 1, T, D] (multi-query attention).
+  Tensor q = non_contiguous(random_tensor({2, 3, 4, 5}, DType::Float64, 9));
+  Tensor k = non_contiguous(random_tensor({1, 1, 6, 5}, DType::Float64, 10));
+  Tensor v = random_tensor({1, 1, 6, 2}, DType::Float64, 11);
+  ASSERT_FALSE(q.is_contiguous());
+  Tensor out = scaled_dot_product_attention(q, k, v, true);
+  EXPECT_EQ(out.shape(), (Shape{2, 3, 4, 2}));
+  EXPECT_TRUE(all_close(out, attention_reference(q, k, v, 6, true, 0), 1e-12, 1e-12));
+}
+
+TEST(NnAttention, Float32) {
+  Tensor q = random_tensor({2, 8, 16}, DType::Float32, 12);
+  Tensor k = random_tensor({2, 8, 16}, DType::Float32, 13);
+  Tensor v = random_tensor({2, 8, 16}, DType::Float32, 14);
+  EXPECT_TRUE(
+      all_close(scaled_dot_product_attention(q, k, v, true), attention_reference(q, k, v, 2, true, 0), 1e-4, 1e-5));
+}
+
+TEST(NnAttention, VjpMatchesFiniteDifferences) {
+  Tensor q = random_tensor({2, 3, 4}, DType::Float64, 15);
+  Tensor k = random_tensor({2, 5, 4}, DType::Float64, 16);
+  Tensor v = random_tensor({2, 5, 2}, DType::Float64, 17);
+  EXPECT_TRUE(check_vjp("scaled_dot_product_attention", {q, k, v}));
+  EXPECT_TRUE(check_vjp("scaled_dot_product_attention", {q, k, v}, {{"causal", true}, {"scale", 0.5}}));
+  Tensor kb = random_tensor({1, 5, 4}, DType::Float64, 18);
+  Tensor vb = non_contiguous(random_tensor({1, 5, 3}, DType::Float64, 19));
+  EXPECT_TRUE(check_vjp("scaled_dot_product_attention", {q, kb, vb}, {{"causal", true}}));
+}
+
+TEST(NnAttention, CostCountsBothGemms) {
+  const OpDef& def = builtin_registry().get("scaled_dot_product_attention");
+  std::vector<TensorMeta> in{
+      {{8, 16, 128, 64}, DType::Float32}, {{8, 16, 256, 64}, DType::Float32}, {{8, 16, 256, 64}, DType::Float32}};
+  Attrs attrs = check_call(def, {Tensor::meta(in[0].shape), Tensor::meta(in[1].shape), Tensor::meta(in[2].shape)}, {});
+  OpCost cost = def.cost(in, def.infer(in, attrs), attrs);
+  double gemm_flops = 4.0 * 8 * 16 * 128 * 256 * 64;
+  EXPECT_GE(cost.flops, gemm_flops);
+  EXPECT_LT(cost.flops, 1.1 * gemm_flops);
+  EXPECT_EQ(cost.bytes_read, static_cast<double>(in[0].nbytes() + in[1].nbytes() + in[2].nbytes()));
+}
+
+TEST(NnAttention, BadShapesRaiseNamedErrors) {
+  const char* op = "scaled_dot_product_attention";
+  std::string message = thrown_message<ShapeError>([] {
+    scaled_dot_product_attention(Tensor::meta({2, 3, 4}), Tensor::meta({2, 5, 8}), Tensor::meta({2, 5, 8}));
+  });
+  EXPECT_TRUE(mentions(message, {op, "q f32[2,3,4]", "k f32[2,5,8]", "head dim"}));
+  message = thrown_message<ShapeError>([] {
+    scaled_dot_product_attention(Tensor::meta({2, 3, 4}), Tensor::meta({2, 5, 4}), Tensor::meta({2, 6, 4}));
+  });
+  EXPECT_TRUE(mentions(message, {op, "v f32[2,6,4]", "key length"}));
+  message = thrown_message<ShapeError>([] {
+    scaled_dot_product_attention(Tensor::meta({2, 3, 4}), Tensor::meta({3, 5, 4}), Tensor::meta({3, 5, 4}));
+  });
+  EXPECT_TRUE(mentions(message, {op, "batch dims", "q f32[2,3,4]", "k f32[3,5,4]"}));
+  message = thrown_message<ShapeError>([] {
+    scaled_dot_product_attention(Tensor::meta({4}), Tensor::meta({5, 4}), Tensor::meta({5, 4}));
+  });
+  EXPECT_TRUE(mentions(message, {op, "q f32[4]"}));
+  message = thrown_message<DTypeError>([] {
+    scaled_dot_product_attention(Tensor::meta({3, 4}), Tensor::meta({5, 4}, DType::Float64), Tensor::meta({5, 4}));
+  });
+  EXPECT_TRUE(mentions(message, {op, "f64[5,4]"}));
+}
+
+TEST(NnAttention, InferredMetaMatchesKernelAndMetaAllocatesNothing) {
+  Tensor q = random_tensor({2, 3, 4}, DType::Float32, 20);
+  Tensor k = random_tensor({1, 5, 4}, DType::Float32, 21);
+  Tensor v = random_tensor({2, 5, 7}, DType::Float32, 22);
+  const OpDef& def = builtin_registry().get("scaled_dot_product_attention");
+  EXPECT_EQ(infer_metas(def, {q.meta_info(), k.meta_info(), v.meta_info()}, {})[0],
+            call(def, {q, k, v})[0].meta_info());
+  Tensor big = Tensor::meta({64, 32, 8192, 128}, DType::BFloat16);
+  Tensor out = scaled_dot_product_attention(big, big, big, true);
+  EXPECT_TRUE(out.is_meta());
+  EXPECT_EQ(out.meta_info(), big.meta_info());
+}
+
+}  // namespace
+}  // namespace px
