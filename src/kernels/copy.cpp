@@ -18,7 +18,8 @@ int64_t float_to_int64(double value) {
   return static_cast<int64_t>(value);
 }
 
-template <class Dst, class Src> inline Dst convert_value(Src value) {
+template <class Dst, class Src>
+inline Dst convert_value(Src value) {
   if constexpr (std::is_same_v<Dst, Src>) {
     return value;
   } else if constexpr (std::is_same_v<Src, BFloat16>) {
@@ -77,7 +78,8 @@ Layout coalesce(std::span<const int64_t> shape, std::span<const int64_t> src, st
   return layout;
 }
 
-template <class Src, class Dst> void copy_typed(const Layout& layout, const void* src_data, void* dst_data) {
+template <class Src, class Dst>
+void copy_typed(const Layout& layout, const void* src_data, void* dst_data) {
   const Src* src = static_cast<const Src*>(src_data);
   Dst* dst = static_cast<Dst*>(dst_data);
   auto rank = static_cast<int64_t>(layout.sizes.size());
@@ -120,9 +122,8 @@ void copy_strided(std::span<const int64_t> shape, ConstStridedRef src, StridedRe
   Layout layout = coalesce(shape, src.strides, dst.strides);
   if (layout.empty) return;
   visit_dtype(src.dtype, [&](auto src_zero) {
-    visit_dtype(dst.dtype, [&](auto dst_zero) {
-      copy_typed<decltype(src_zero), decltype(dst_zero)>(layout, src.data, dst.data);
-    });
+    visit_dtype(dst.dtype,
+                [&](auto dst_zero) { copy_typed<decltype(src_zero), decltype(dst_zero)>(layout, src.data, dst.data); });
   });
 }
 

@@ -102,8 +102,9 @@ inline bool is_nan(C value) {
 // The contiguous row loops are also compiled for AVX-512 and AVX2 machines and
 // picked once at load time (GCC function multiversioning, an ifunc), so a
 // portable baseline build still runs 8-16 lanes wide where the CPU can: the
-// float32 approximations get 4-8x faster. Without -ffp-contract (off under
-// -std=c++20) every clone performs the same IEEE operations: same results.
+// float32 approximations get 4-8x faster. The kernel files that include this
+// turn multiply-add contraction off, so every clone rounds exactly like the
+// baseline and the strided loops: the same bits on every machine and layout.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PX_ROW_CLONES [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
 #else

@@ -12,7 +12,8 @@ namespace {
 
 // Converts values produced in double, a block at a time, so the buffer of
 // doubles stays small whatever the tensor size.
-template <class Produce> void produce_converted(void* dst, DType dtype, int64_t count, Produce&& produce) {
+template <class Produce>
+void produce_converted(void* dst, DType dtype, int64_t count, Produce&& produce) {
   constexpr int64_t kBlock = 4096;
   std::vector<double> block(static_cast<size_t>(std::min(count, kBlock)));
   auto* out = static_cast<std::byte*>(dst);
@@ -40,15 +41,13 @@ void arange(void* dst, DType dtype, int64_t count, double start, double step) {
 
 void uniform(void* dst, DType dtype, int64_t count, double low, double high, uint64_t seed, uint64_t offset) {
   double span = high - low;
-  produce_converted(dst, dtype, count, [&](int64_t i) {
-    return low + span * philox_uniform(seed, offset, static_cast<uint64_t>(i));
-  });
+  produce_converted(dst, dtype, count,
+                    [&](int64_t i) { return low + span * philox_uniform(seed, offset, static_cast<uint64_t>(i)); });
 }
 
 void normal(void* dst, DType dtype, int64_t count, double mean, double stddev, uint64_t seed, uint64_t offset) {
-  produce_converted(dst, dtype, count, [&](int64_t i) {
-    return mean + stddev * philox_normal(seed, offset, static_cast<uint64_t>(i));
-  });
+  produce_converted(dst, dtype, count,
+                    [&](int64_t i) { return mean + stddev * philox_normal(seed, offset, static_cast<uint64_t>(i)); });
 }
 
 }  // namespace px::kernels

@@ -12,7 +12,8 @@
 namespace px::kernels {
 namespace {
 
-template <class T> std::vector<T> iota(int64_t count) {
+template <class T>
+std::vector<T> iota(int64_t count) {
   std::vector<T> out(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(i);
   return out;

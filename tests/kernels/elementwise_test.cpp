@@ -220,6 +220,25 @@ TEST(Float32Approximations, GeluBackwardMatchesTheDerivative) {
   }
 }
 
+// The contiguous loops may run as AVX2/AVX-512 clones and the strided ones not:
+// with no multiply-add contraction both round the same way, bit for bit.
+TEST(Float32Approximations, ContiguousAndStridedLoopsAgreeBitForBit) {
+  const int64_t count = 4099;
+  std::vector<float> spread(2 * count), contiguous(count);
+  for (int64_t i = 0; i < count; ++i) {
+    contiguous[static_cast<size_t>(i)] = -9.0f + 18.0f * static_cast<float>(i) / count;
+    spread[static_cast<size_t>(2 * i)] = contiguous[static_cast<size_t>(i)];
+  }
+  Shape shape{count};
+  for (UnaryOp op :
+       {UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Silu, UnaryOp::GeluErf, UnaryOp::GeluTanh}) {
+    std::vector<float> fast(count), strided(count);
+    unary(op, DType::Float32, fast.data(), shape, contiguous.data(), Strides{1});
+    unary(op, DType::Float32, strided.data(), shape, spread.data(), Strides{2});
+    EXPECT_EQ(fast, strided) << "op " << static_cast<int>(op);
+  }
+}
+
 TEST(IntegerKernels, WrapAroundInsteadOfOverflowing) {
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   std::vector<int64_t> x{kMin, -5, 7};

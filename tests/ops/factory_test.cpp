@@ -1,12 +1,13 @@
 // full / zeros / ones / arange and the counter-based random factories.
 
+#include "parallax/ops/factory.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "ops/shape_testing.h"
 #include "parallax/ops/dispatch.h"
-#include "parallax/ops/factory.h"
 #include "parallax/ops/shape.h"
 #include "support/test_util.h"
 
@@ -86,12 +87,12 @@ TEST(RandomOps, AnySliceCanBeDrawnAlone) {
   // The element at index i of a draw at offset o equals element i + k of a draw at offset o - k:
   // a shard of a parameter draws exactly its part of the full tensor.
   Tensor whole = call1("normal", {}, {{"shape", Shape{6, 4}}, {"seed", int64_t{9}}, {"dtype", DType::Float64}});
-  Tensor rows = call1("normal", {},
-                      {{"shape", Shape{2, 4}}, {"seed", int64_t{9}}, {"offset", int64_t{12}}, {"dtype", DType::Float64}});
+  Tensor rows = call1(
+      "normal", {}, {{"shape", Shape{2, 4}}, {"seed", int64_t{9}}, {"offset", int64_t{12}}, {"dtype", DType::Float64}});
   EXPECT_TRUE(all_close(rows, whole.narrow(0, 3, 2), 0, 0));
   Tensor u = call1("uniform", {}, {{"shape", Shape{8}}, {"seed", int64_t{1}}, {"low", -2.0}, {"high", 3.0}});
-  Tensor tail = call1("uniform", {}, {{"shape", Shape{3}}, {"seed", int64_t{1}}, {"offset", int64_t{5}}, {"low", -2.0},
-                                      {"high", 3.0}});
+  Tensor tail = call1(
+      "uniform", {}, {{"shape", Shape{3}}, {"seed", int64_t{1}}, {"offset", int64_t{5}}, {"low", -2.0}, {"high", 3.0}});
   EXPECT_TRUE(all_close(tail, u.slice(0, 5, 8), 0, 0));
 }
 

@@ -53,11 +53,16 @@ TEST(CastOp, ConvertsEveryDtypePair) {
   std::vector<double> values{-2.75, -1, 0, 0.5, 1.00390625, 3};
   auto expected = [](double v, DType to) {
     switch (to) {
-      case DType::Float32: return static_cast<double>(static_cast<float>(v));
-      case DType::Float64: return v;
-      case DType::Int64: return std::trunc(v);
-      case DType::Bool: return v != 0 ? 1.0 : 0.0;
-      case DType::BFloat16: return v == 1.00390625 ? 1.0 : v;  // 1 + 2^-8 ties to even in bf16
+      case DType::Float32:
+        return static_cast<double>(static_cast<float>(v));
+      case DType::Float64:
+        return v;
+      case DType::Int64:
+        return std::trunc(v);
+      case DType::Bool:
+        return v != 0 ? 1.0 : 0.0;
+      case DType::BFloat16:
+        return v == 1.00390625 ? 1.0 : v;  // 1 + 2^-8 ties to even in bf16
     }
     return v;
   };
@@ -118,8 +123,11 @@ TEST(CatOp, JoinsAlongADim) {
 
 TEST(CatOp, RejectsMismatchedInputs) {
   Tensor a = sample({2, 3});
-  expect_error<ShapeError>([&] { cat({a, sample({3, 3})}, 1); },
-                           {"cat:", "f64[2,3], f64[3,3]", "outside dim 1", "input 1 dim 0: 3 vs 2"});
+  expect_error<ShapeError>(
+      [&] {
+        cat({a, sample({3, 3})}, 1);
+      },
+      {"cat:", "f64[2,3], f64[3,3]", "outside dim 1", "input 1 dim 0: 3 vs 2"});
   expect_error<ShapeError>([&] { cat({a, sample({2, 3, 1})}); }, {"cat:", "same number of dims"});
   expect_error<DTypeError>([&] { cat({a, random_tensor({2, 3}, DType::Float32)}); }, {"cat", "f64[2,3]", "f32[2,3]"});
   expect_error<ShapeError>([&] { cat({Tensor::scalar(1), Tensor::scalar(2)}); }, {"cat:", "f32[]"});

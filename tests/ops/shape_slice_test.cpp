@@ -94,11 +94,15 @@ TEST(SliceBackwardOp, ScattersIntoZeros) {
   }
   EXPECT_TRUE(all_close(out, expected));
   EXPECT_TRUE(all_close(slice_backward(non_contiguous(grad), {5, 3}, 0, 1, 5, 2), expected));
-  expect_error<ShapeError>([&] { slice_backward(grad, {5, 3}, 0, 0, 5, 1); },
-                           {"slice_backward:", "f64[2,3]", "[5,3]", "[5,3]"});
+  expect_error<ShapeError>(
+      [&] {
+        slice_backward(grad, {5, 3}, 0, 0, 5, 1);
+      },
+      {"slice_backward:", "f64[2,3]", "[5,3]", "[5,3]"});
   expect_error<ShapeError>([&] { slice_backward(grad, {-5, 3}, 0, 0, 5, 1); }, {"slice_backward:", "negative"});
-  EXPECT_TRUE(check_vjp("slice_backward", {grad}, {{"shape", Shape{5, 3}}, {"dim", int64_t{0}},
-                                                   {"start", int64_t{1}}, {"end", int64_t{5}}, {"step", int64_t{2}}}));
+  EXPECT_TRUE(check_vjp(
+      "slice_backward", {grad},
+      {{"shape", Shape{5, 3}}, {"dim", int64_t{0}}, {"start", int64_t{1}}, {"end", int64_t{5}}, {"step", int64_t{2}}}));
 }
 
 TEST(SplitOp, GivesConsecutiveViews) {
@@ -109,8 +113,9 @@ TEST(SplitOp, GivesConsecutiveViews) {
     for (const Tensor& part : parts) {
       EXPECT_TRUE(part.shares_storage_with(x));
       int64_t offset = start;
-      EXPECT_TRUE(
-          all_close(part, gather_reference(x, part.shape(), [&](Index i) { return Index{i[0], i[1] + offset}; })));
+      EXPECT_TRUE(all_close(part, gather_reference(x, part.shape(), [&](Index i) {
+                              return Index{i[0], i[1] + offset};
+                            })));
       start += part.shape()[1];
     }
     EXPECT_TRUE(check_vjp("split", {x}, {{"sizes", Shape{1, 0, 2, 3}}, {"dim", int64_t{1}}}));

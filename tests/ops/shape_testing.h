@@ -2,11 +2,11 @@
 // Helpers for the shape and factory op tests: row-major index arithmetic for the
 // naive references, and error-message capture.
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "parallax/core/tensor.h"
 

@@ -3,6 +3,7 @@
 // kernel, VJP vs finite differences, cost) and by the IR round-trip tests.
 // Each op family contributes its own list in tests/support/samples_<family>.cpp.
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct OpSample {
   bool check_vjp = true;     // false for non-differentiable ops
   std::string note;          // e.g. "broadcast", "non-contiguous"
 };
+
+// gtest prints samples through this (instead of a byte dump) when a case fails.
+void PrintTo(const OpSample& sample, std::ostream* os);
 
 std::vector<OpSample> elementwise_samples();
 std::vector<OpSample> reduction_samples();

@@ -11,7 +11,7 @@
 namespace px {
 
 // --- views: share the input's storage ---
-Tensor view(const Tensor& x, Shape shape);  // -1 infers one dim; ShapeError if the strides do not allow a view
+Tensor view(const Tensor& x, Shape shape);     // -1 infers one dim; ShapeError if the strides do not allow a view
 Tensor reshape(const Tensor& x, Shape shape);  // a view when the strides allow, else a contiguous copy
 Tensor permute(const Tensor& x, std::vector<int64_t> dims);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
@@ -19,7 +19,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
-Tensor expand(const Tensor& x, Shape shape);  // -1 keeps a dim; size-1 dims broadcast with stride 0
+Tensor expand(const Tensor& x, Shape shape);                      // -1 keeps a dim; size-1 dims broadcast with stride 0
 Tensor squeeze(const Tensor& x, std::vector<int64_t> dims = {});  // empty: every size-1 dim
 Tensor unsqueeze(const Tensor& x, int64_t dim);
 // Views along `dim` whose sizes add up to x.size(dim).

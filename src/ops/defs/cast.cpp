@@ -1,8 +1,8 @@
 // cast: a contiguous copy converted to another dtype (bf16 rounds to nearest
 // even; to bool is != 0; float to int truncates toward zero).
 
-#include "parallax/ops/shape.h"
 #include "ops/defs/shape_defs.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 

@@ -1,7 +1,7 @@
 // cat: inputs joined along an existing dim into one fresh tensor.
 
-#include "parallax/ops/shape.h"
 #include "ops/defs/shape_defs.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 

@@ -2,9 +2,9 @@
 // the copy when the input already is one), plus the copy helpers the other
 // shape ops share.
 
+#include "ops/defs/shape_defs.h"
 #include "parallax/kernels/copy.h"
 #include "parallax/ops/shape.h"
-#include "ops/defs/shape_defs.h"
 
 namespace px {
 
@@ -51,8 +51,7 @@ OpDef def_contiguous() {
           .inputs = {{"x"}},
           .attrs = {},
           .infer = infer_same,
-          .kernel =
-              [](const std::vector<Tensor>& in, const Attrs&) -> std::vector<Tensor> {
+          .kernel = [](const std::vector<Tensor>& in, const Attrs&) -> std::vector<Tensor> {
             if (in[0].is_contiguous()) return {in[0]};
             return {contiguous_copy(in[0], in[0].dtype())};
           },
@@ -68,8 +67,9 @@ OpDef def_clone() {
           .inputs = {{"x"}},
           .attrs = {},
           .infer = infer_same,
-          .kernel = [](const std::vector<Tensor>& in,
-                       const Attrs&) -> std::vector<Tensor> { return {contiguous_copy(in[0], in[0].dtype())}; },
+          .kernel = [](const std::vector<Tensor>& in, const Attrs&) -> std::vector<Tensor> {
+            return {contiguous_copy(in[0], in[0].dtype())};
+          },
           .vjp = vjp_identity,
           .cost = copy_cost,
           .sharding = {},

@@ -1,7 +1,7 @@
 // expand: a broadcast view; stretched and added dims get stride 0.
 
-#include "parallax/ops/shape.h"
 #include "ops/defs/shape_defs.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 
@@ -24,7 +24,8 @@ Expanded expand_layout(const TensorMeta& input, const Strides& strides, const Sh
   for (int64_t i = 0; i < static_cast<int64_t>(target.size()); ++i) {
     int64_t want = target[i];
     if (i < lead) {
-      if (want < 0) throw fail("new leading dim " + std::to_string(i) + " needs a size >= 0, got " + std::to_string(want));
+      if (want < 0)
+        throw fail("new leading dim " + std::to_string(i) + " needs a size >= 0, got " + std::to_string(want));
       continue;
     }
     int64_t have = input.shape[i - lead];

@@ -3,11 +3,11 @@
 // philox(seed, offset, i), so the op is a pure function of its attributes and
 // any slice of its output can be regenerated alone.
 
-#include "ops/defs/factory_defs.h"
+#include "parallax/kernels/factory.h"
 
 #include <cmath>
 
-#include "parallax/kernels/factory.h"
+#include "ops/defs/factory_defs.h"
 #include "parallax/ops/factory.h"
 
 namespace px {
@@ -55,8 +55,7 @@ std::vector<Tensor> full_kernel(const std::vector<Tensor>&, const Attrs& attrs) 
 int64_t arange_count(const Attrs& attrs) {
   double start = attrs.get_float("start"), end = attrs.get_float("end"), step = attrs.get_float("step");
   auto describe = [&] {
-    return "arange: start " + attr_value_str(start) + ", end " + attr_value_str(end) + ", step " +
-           attr_value_str(step);
+    return "arange: start " + attr_value_str(start) + ", end " + attr_value_str(end) + ", step " + attr_value_str(step);
   };
   if (attrs.get_dtype("dtype") == DType::Bool) throw DTypeError(describe() + ": cannot make a bool range");
   if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) {
@@ -113,7 +112,8 @@ AttrSpec required(std::string name, AttrType type) { return {std::move(name), ty
 OpDef def_full() {
   return {.name = "full",
           .inputs = {},
-          .attrs = {required("shape", AttrType::Ints), required("value", AttrType::Float),
+          .attrs = {required("shape", AttrType::Ints),
+                    required("value", AttrType::Float),
                     {"dtype", AttrType::DType, DType::Float32}},
           .infer = infer_full,
           .kernel = full_kernel,
@@ -141,8 +141,11 @@ OpDef def_arange() {
 OpDef def_uniform() {
   return {.name = "uniform",
           .inputs = {},
-          .attrs = {required("shape", AttrType::Ints), {"low", AttrType::Float, 0.0}, {"high", AttrType::Float, 1.0},
-                    required("seed", AttrType::Int), {"offset", AttrType::Int, int64_t{0}},
+          .attrs = {required("shape", AttrType::Ints),
+                    {"low", AttrType::Float, 0.0},
+                    {"high", AttrType::Float, 1.0},
+                    required("seed", AttrType::Int),
+                    {"offset", AttrType::Int, int64_t{0}},
                     {"dtype", AttrType::DType, DType::Float32}},
           .infer = infer_uniform,
           .kernel = uniform_kernel,
@@ -155,8 +158,11 @@ OpDef def_uniform() {
 OpDef def_normal() {
   return {.name = "normal",
           .inputs = {},
-          .attrs = {required("shape", AttrType::Ints), {"mean", AttrType::Float, 0.0}, {"std", AttrType::Float, 1.0},
-                    required("seed", AttrType::Int), {"offset", AttrType::Int, int64_t{0}},
+          .attrs = {required("shape", AttrType::Ints),
+                    {"mean", AttrType::Float, 0.0},
+                    {"std", AttrType::Float, 1.0},
+                    required("seed", AttrType::Int),
+                    {"offset", AttrType::Int, int64_t{0}},
                     {"dtype", AttrType::DType, DType::Float32}},
           .infer = infer_normal,
           .kernel = normal_kernel,
@@ -200,16 +206,24 @@ Tensor arange(double start, double end, double step, DType dtype) {
 Tensor uniform(Shape shape, double low, double high, Generator& gen, DType dtype, bool meta) {
   auto offset = static_cast<int64_t>(gen.advance(draw_count(shape)));
   return call1("uniform", {},
-               {{"shape", std::move(shape)}, {"low", low}, {"high", high}, {"seed", static_cast<int64_t>(gen.seed())},
-                {"offset", offset}, {"dtype", dtype}},
+               {{"shape", std::move(shape)},
+                {"low", low},
+                {"high", high},
+                {"seed", static_cast<int64_t>(gen.seed())},
+                {"offset", offset},
+                {"dtype", dtype}},
                meta_option(meta));
 }
 
 Tensor normal(Shape shape, double mean, double stddev, Generator& gen, DType dtype, bool meta) {
   auto offset = static_cast<int64_t>(gen.advance(draw_count(shape)));
   return call1("normal", {},
-               {{"shape", std::move(shape)}, {"mean", mean}, {"std", stddev}, {"seed", static_cast<int64_t>(gen.seed())},
-                {"offset", offset}, {"dtype", dtype}},
+               {{"shape", std::move(shape)},
+                {"mean", mean},
+                {"std", stddev},
+                {"seed", static_cast<int64_t>(gen.seed())},
+                {"offset", offset},
+                {"dtype", dtype}},
                meta_option(meta));
 }
 

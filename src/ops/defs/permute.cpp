@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "parallax/ops/shape.h"
 #include "ops/defs/shape_defs.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 
@@ -115,7 +115,9 @@ OpDef def_transpose() {
 
 }  // namespace defs
 
-Tensor permute(const Tensor& x, std::vector<int64_t> dims) { return call1("permute", {x}, {{"dims", std::move(dims)}}); }
+Tensor permute(const Tensor& x, std::vector<int64_t> dims) {
+  return call1("permute", {x}, {{"dims", std::move(dims)}});
+}
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
   return call1("transpose", {x}, {{"dim0", dim0}, {"dim1", dim1}});
 }

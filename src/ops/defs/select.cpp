@@ -1,7 +1,7 @@
 // select: the view at one index of a dim, with that dim removed.
 
-#include "parallax/ops/shape.h"
 #include "ops/defs/shape_defs.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 

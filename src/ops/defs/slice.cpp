@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
+#include "ops/defs/shape_defs.h"
 #include "parallax/kernels/factory.h"
 #include "parallax/ops/shape.h"
-#include "ops/defs/shape_defs.h"
 
 namespace px {
 

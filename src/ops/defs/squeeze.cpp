@@ -1,7 +1,7 @@
 // squeeze and unsqueeze: views that remove or insert size-1 dims.
 
-#include "parallax/ops/shape.h"
 #include "ops/defs/shape_defs.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 

@@ -1,7 +1,7 @@
 // stack: same-shape inputs joined along a new dim.
 
-#include "parallax/ops/shape.h"
 #include "ops/defs/shape_defs.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 

@@ -1,8 +1,8 @@
 // triu and tril: keep one triangle of the last two dims, zero the other.
 
+#include "ops/defs/shape_defs.h"
 #include "parallax/kernels/triangle.h"
 #include "parallax/ops/shape.h"
-#include "ops/defs/shape_defs.h"
 
 namespace px {
 
@@ -10,14 +10,19 @@ namespace defs {
 
 namespace {
 
-template <bool kUpper> constexpr const char* triangle_name() { return kUpper ? "triu" : "tril"; }
+template <bool kUpper>
+constexpr const char* triangle_name() {
+  return kUpper ? "triu" : "tril";
+}
 
-template <bool kUpper> std::vector<TensorMeta> infer_triangle(const std::vector<TensorMeta>& in, const Attrs&) {
+template <bool kUpper>
+std::vector<TensorMeta> infer_triangle(const std::vector<TensorMeta>& in, const Attrs&) {
   require_rank_at_least(triangle_name<kUpper>(), in[0], 2);
   return {in[0]};
 }
 
-template <bool kUpper> std::vector<Tensor> triangle_kernel(const std::vector<Tensor>& in, const Attrs& attrs) {
+template <bool kUpper>
+std::vector<Tensor> triangle_kernel(const std::vector<Tensor>& in, const Attrs& attrs) {
   Tensor out = contiguous_copy(in[0], in[0].dtype());
   int64_t rows = out.shape()[out.dim() - 2], cols = out.shape()[out.dim() - 1];
   int64_t batch = rows * cols == 0 ? 0 : out.numel() / (rows * cols);
@@ -25,13 +30,15 @@ template <bool kUpper> std::vector<Tensor> triangle_kernel(const std::vector<Ten
   return {out};
 }
 
-template <bool kUpper> std::vector<Tensor> vjp_triangle(const VjpContext& ctx) {
+template <bool kUpper>
+std::vector<Tensor> vjp_triangle(const VjpContext& ctx) {
   if (!ctx.grad_outputs[0].defined()) return {Tensor()};
   int64_t diagonal = ctx.attrs.get_int("diagonal");
   return {kUpper ? triu(ctx.grad_outputs[0], diagonal) : tril(ctx.grad_outputs[0], diagonal)};
 }
 
-template <bool kUpper> OpDef def_triangle() {
+template <bool kUpper>
+OpDef def_triangle() {
   return {.name = triangle_name<kUpper>(),
           .inputs = {{"x"}},
           .attrs = {{"diagonal", AttrType::Int, int64_t{0}}},

@@ -1,8 +1,8 @@
 // view and reshape: the same elements under a new shape. view never copies
 // (ShapeError when the strides do not allow it); reshape copies only then.
 
-#include "parallax/ops/shape.h"
 #include "ops/defs/shape_defs.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 
@@ -25,8 +25,8 @@ Shape infer_view_shape(std::string_view op, const TensorMeta& input, const Shape
   int64_t count = input.numel();
   if (inferred) {
     if (known == 0 || count % known != 0) {
-      throw ShapeError(std::string(op) + ": shape " + shape_str(shape) + " is invalid for input " + input.str() +
-                       " (" + std::to_string(count) + " elements)");
+      throw ShapeError(std::string(op) + ": shape " + shape_str(shape) + " is invalid for input " + input.str() + " (" +
+                       std::to_string(count) + " elements)");
     }
     out[*inferred] = count / known;
   } else if (known != count) {
@@ -50,8 +50,8 @@ std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_s
   int64_t tensor_numel = 1, view_numel = 1;
   for (auto tensor_d = static_cast<int64_t>(old_shape.size()) - 1; tensor_d >= 0; --tensor_d) {
     tensor_numel *= old_shape[tensor_d];
-    bool chunk_ends = tensor_d == 0 || (old_shape[tensor_d - 1] != 1 &&
-                                        old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+    bool chunk_ends = tensor_d == 0 ||
+                      (old_shape[tensor_d - 1] != 1 && old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
       out[view_d] = view_numel * chunk_base_stride;
@@ -84,8 +84,8 @@ std::vector<Tensor> view_kernel(const std::vector<Tensor>& in, const Attrs& attr
   Shape shape = infer_view_shape("view", x.meta_info(), attrs.get_ints("shape"));
   std::optional<Strides> strides = view_strides(x.shape(), x.strides(), shape);
   if (!strides) {
-    throw ShapeError("view: cannot view " + x.meta_info().str() + " with strides " + shape_str(x.strides()) +
-                     " as " + shape_str(shape) +
+    throw ShapeError("view: cannot view " + x.meta_info().str() + " with strides " + shape_str(x.strides()) + " as " +
+                     shape_str(shape) +
                      ": its strides do not allow it without a copy; use reshape (or contiguous first)");
   }
   return {Tensor::alias(x, std::move(shape), std::move(*strides), x.offset())};
