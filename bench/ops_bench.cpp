@@ -88,6 +88,13 @@ void BM_gelu(benchmark::State& state) {
 }
 BENCHMARK(BM_gelu)->UseRealTime();
 
+void BM_gelu_tanh(benchmark::State& state) {
+  px::Tensor x = filled({kFloats16MiB}, -0.5f);
+  for (auto _ : state) benchmark::DoNotOptimize(px::call1("gelu", {x}, {{"approximate", std::string("tanh")}}));
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
+}
+BENCHMARK(BM_gelu_tanh)->UseRealTime();
+
 void BM_softmax(benchmark::State& state) {
   px::Tensor x = filled({kFloats16MiB / 1024, 1024}, 0.1f);
   for (auto _ : state) benchmark::DoNotOptimize(px::call1("softmax", {x}, {{"dim", int64_t{-1}}}));

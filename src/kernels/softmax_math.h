@@ -8,7 +8,8 @@
 //   - the float32 exp is written on GCC/Clang generic vectors (SSE2 on x86-64, NEON on
 //     ARM), where selects are explicit;
 //   - on x86-64 each float32 row kernel is also compiled for AVX2 (8 lanes) and chosen at
-//     run time (cpu_has_avx2), since the portable build targets the SSE2 baseline.
+//     run time (cpu_has_avx2), since the portable build targets the SSE2 baseline; softmax
+//     also for AVX-512 (16 lanes and 32 registers, chosen by cpu_has_avx512).
 // Helpers that the AVX2 entry points use are PX_ROW_INLINE (always inlined), so that
 // their bodies are compiled for the caller's instruction set.
 
@@ -24,6 +25,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PX_KERNELS_HAVE_AVX2 1
 #define PX_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define PX_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")))
 #else
 #define PX_KERNELS_HAVE_AVX2 0
 #endif
@@ -36,6 +38,13 @@ namespace px::kernels::detail {
 inline bool cpu_has_avx2() {
   static const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");  // set once
   return has_avx2;
+}
+
+inline bool cpu_has_avx512() {
+  static const bool has_avx512 = cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+                                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                                 __builtin_cpu_supports("avx512bw");  // set once
+  return has_avx512;
 }
 #endif
 
@@ -64,6 +73,8 @@ using Float4 = float __attribute__((vector_size(16)));
 using UInt4 = uint32_t __attribute__((vector_size(16)));
 using Float8 = float __attribute__((vector_size(32)));
 using UInt8 = uint32_t __attribute__((vector_size(32)));
+using Float16 = float __attribute__((vector_size(64)));
+using UInt16 = uint32_t __attribute__((vector_size(64)));
 
 template <class V>
 struct UIntOf;
@@ -75,6 +86,10 @@ template <>
 struct UIntOf<Float8> {
   using type = UInt8;
 };
+template <>
+struct UIntOf<Float16> {
+  using type = UInt16;
+};
 
 // exp of every lane within ~1.5 ulp: Cephes' polynomial after x = n ln2 + r, |r| <= ln2 / 2.
 // Below -87 gives 0, above 88 gives +inf, NaN stays NaN. In place: vectors wider than the
@@ -85,14 +100,15 @@ PX_ROW_INLINE void exp_in_place(V& x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
+  // Out-of-range lanes are not clamped first: whatever they compute (garbage exponent
+  // bits, NaN from inf - inf) is replaced by the final selects, so in-range lanes get the
+  // same bits as with a clamp, two blends cheaper.
   auto under = x < -87.0f;
   auto over = x > 88.0f;
-  V clamped = under ? V{} - 87.0f : x;
-  clamped = over ? V{} + 88.0f : clamped;
-  V shifted = clamped * kLog2e + kRound;
+  V shifted = x * kLog2e + kRound;
   U n = __builtin_bit_cast(U, shifted) - std::bit_cast<uint32_t>(kRound);  // round(x / ln2), as an integer
   V nf = shifted - kRound;
-  V r = clamped - nf * kLn2Hi - nf * kLn2Lo;
+  V r = x - nf * kLn2Hi - nf * kLn2Lo;
   V p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
@@ -293,9 +309,25 @@ PX_ROW_INLINE A row_max_of(const A* __restrict x, int64_t n) {
   } else {
     constexpr int64_t kWidth = sizeof(V) / sizeof(float);
     constexpr float kLowest = -std::numeric_limits<float>::infinity();
+    // Four independent maxima, so the loop is not one chain of dependent compares.
+    int64_t body4 = n - n % (4 * kWidth);
+    V best = V{} + kLowest, best1 = best, best2 = best, best3 = best;
+    for (int64_t i = 0; i < body4; i += 4 * kWidth) {
+      V v0, v1, v2, v3;
+      std::memcpy(&v0, x + i, sizeof(V));
+      std::memcpy(&v1, x + i + kWidth, sizeof(V));
+      std::memcpy(&v2, x + i + 2 * kWidth, sizeof(V));
+      std::memcpy(&v3, x + i + 3 * kWidth, sizeof(V));
+      best = v0 > best ? v0 : best;
+      best1 = v1 > best1 ? v1 : best1;
+      best2 = v2 > best2 ? v2 : best2;
+      best3 = v3 > best3 ? v3 : best3;
+    }
+    best = best1 > best ? best1 : best;
+    best = best2 > best ? best2 : best;
+    best = best3 > best ? best3 : best;
     int64_t body = n - n % kWidth;
-    V best = V{} + kLowest;
-    for (int64_t i = 0; i < body; i += kWidth) {
+    for (int64_t i = body4; i < body; i += kWidth) {
       V v;
       std::memcpy(&v, x + i, sizeof(V));
       best = v > best ? v : best;
