@@ -1,7 +1,11 @@
 #pragma once
-// Everything a user of Parallax's foundations needs, in one include.
+// Everything a user of Parallax needs, in one include.
 
+#include "parallax/autodiff/export.h"
 #include "parallax/autodiff/joint.h"
+#include "parallax/capture/capture.h"
+#include "parallax/capture/descriptor.h"
+#include "parallax/capture/guards.h"
 #include "parallax/core/dtype.h"
 #include "parallax/core/error.h"
 #include "parallax/core/generator.h"
@@ -16,6 +20,9 @@
 #include "parallax/ir/provenance.h"
 #include "parallax/ir/tracer.h"
 #include "parallax/ir/verifier.h"
+#include "parallax/nn/layers.h"
+#include "parallax/nn/models.h"
+#include "parallax/nn/module.h"
 #include "parallax/ops/dispatch.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
@@ -23,3 +30,5 @@
 #include "parallax/ops/nn.h"
 #include "parallax/ops/reduction.h"
 #include "parallax/ops/shape.h"
+#include "parallax/pytree/convert.h"
+#include "parallax/pytree/tree.h"

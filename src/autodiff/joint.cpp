@@ -24,8 +24,8 @@ std::vector<bool> resolve_requires_grad(const ir::Graph& forward, const JointOpt
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (options.requires_grad[i] && !is_floating(forward.meta(inputs[i]).dtype)) {
-      throw ValueError("build_joint: input " + std::to_string(i) + " ('" + forward.value(inputs[i]).name +
-                       "', " + forward.meta(inputs[i]).str() + ") is not floating point and has no gradient");
+      throw ValueError("build_joint: input " + std::to_string(i) + " ('" + forward.value(inputs[i]).name + "', " +
+                       forward.meta(inputs[i]).str() + ") is not floating point and has no gradient");
     }
   }
   return options.requires_grad;
@@ -88,6 +88,7 @@ JointGraph build_joint(const ir::Graph& forward, const JointOptions& options) {
     for (size_t i = 0; i < forward.outputs().size(); ++i) {
       ir::ValueId id = forward.outputs()[i];
       if (!is_floating(forward.meta(id).dtype)) continue;
+      if (options.tangents_only_where_needed && !needing.count(id)) continue;
       Tensor tangent = tracer.add_input("tangent." + std::to_string(i), forward.meta(id));
       joint.tangent_for_output.push_back(i);
       if (needing.count(id)) accumulate(grads, id, tangent);
@@ -117,10 +118,13 @@ JointGraph build_joint(const ir::Graph& forward, const JointOptions& options) {
       }
     }
 
+    joint.grad_output_of_input.assign(forward.inputs().size(), -1);
     for (size_t i = 0; i < forward.inputs().size(); ++i) {
       if (!requires_grad[i]) continue;
       ir::ValueId id = forward.inputs()[i];
       auto it = grads.find(id);
+      if (it == grads.end() && options.none_for_unconnected) continue;
+      joint.grad_output_of_input[i] = static_cast<int64_t>(outputs.size());
       outputs.push_back(it != grads.end() ? it->second : zeros_like_meta(forward.meta(id)));
       joint.grad_of_input.push_back(i);
     }

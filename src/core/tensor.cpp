@@ -22,7 +22,8 @@ void check_shape(const Shape& shape) {
   }
 }
 
-template <class T> double load_as_double(const std::byte* base, int64_t index) {
+template <class T>
+double load_as_double(const std::byte* base, int64_t index) {
   T value;
   std::memcpy(&value, base + index * static_cast<int64_t>(sizeof(T)), sizeof(T));
   if constexpr (std::is_same_v<T, BFloat16>) {
@@ -85,8 +86,8 @@ Tensor Tensor::alias(const Tensor& base, Shape shape, Strides strides, int64_t o
 
 Tensor Tensor::from_vector(std::span<const double> values, Shape shape, DType dtype) {
   if (static_cast<int64_t>(values.size()) != px::numel(shape)) {
-    throw ShapeError("from_vector: " + std::to_string(values.size()) + " values do not fill shape " +
-                     shape_str(shape) + " (" + std::to_string(px::numel(shape)) + " elements)");
+    throw ShapeError("from_vector: " + std::to_string(values.size()) + " values do not fill shape " + shape_str(shape) +
+                     " (" + std::to_string(px::numel(shape)) + " elements)");
   }
   Tensor out = Tensor::empty(std::move(shape), dtype);
   visit_dtype(dtype, [&](auto zero) {
@@ -159,10 +160,16 @@ bool Tensor::shares_storage_with(const Tensor& other) const {
   return defined() && other.defined() && storage() && storage() == other.storage();
 }
 
+void ProxyHandle::value_read(std::string_view what, const TensorMeta& meta) const {
+  throw TraceError(std::string(what) + " reads the value of a traced tensor " + meta.str() +
+                   "; a trace records no values, so data-dependent control flow cannot be captured");
+}
+
 void Tensor::check_data_access(DType requested) const {
+  if (is_proxy()) impl_->proxy->value_read("data()", meta_info());
   if (!is_dense()) {
-    throw ValueError("data access on a " + std::string(is_meta() ? "meta" : "proxy") + " tensor " +
-                     meta_info().str() + ": it has no storage");
+    throw ValueError("data access on a " + std::string(is_meta() ? "meta" : "proxy") + " tensor " + meta_info().str() +
+                     ": it has no storage");
   }
   if (requested != dtype()) {
     throw DTypeError("data<" + std::string(dtype_name(requested)) + ">() on a tensor of dtype " +
@@ -176,13 +183,16 @@ void* Tensor::raw_data() const {
 }
 
 double element_as_double(const Tensor& tensor, int64_t linear_index) {
+  if (tensor.is_proxy()) tensor.proxy_handle()->value_read("reading an element", tensor.meta_info());
   if (!tensor.is_dense()) throw ValueError("reading values of a non-dense tensor " + tensor.meta_info().str());
   const std::byte* base = tensor.storage()->data();
   int64_t index = storage_index(tensor, linear_index);
   return visit_dtype(tensor.dtype(), [&](auto zero) { return load_as_double<decltype(zero)>(base, index); });
 }
 
-template <class T> std::vector<T> Tensor::to_vector() const {
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  if (is_proxy()) impl_->proxy->value_read("to_vector()", meta_info());
   std::vector<T> out;
   int64_t count = numel();
   out.reserve(static_cast<size_t>(count));
@@ -190,7 +200,9 @@ template <class T> std::vector<T> Tensor::to_vector() const {
   return out;
 }
 
-template <class T> T Tensor::item() const {
+template <class T>
+T Tensor::item() const {
+  if (is_proxy()) impl_->proxy->value_read("item()", meta_info());
   if (numel() != 1) throw ValueError("item() on a tensor with " + std::to_string(numel()) + " elements");
   return static_cast<T>(element_as_double(*this, 0));
 }

@@ -24,6 +24,13 @@ class TracedValue : public ProxyHandle {
     return owner && owner.get() == trace;
   }
   ValueId id() const { return id_; }
+  [[noreturn]] void value_read(std::string_view what, const TensorMeta& meta) const override {
+    Provenance where = current_provenance();
+    std::string module = where.module_path.empty() ? "at the top level" : "in module '" + where.module_path + "'";
+    throw TraceError(std::string(what) + " reads the value of traced tensor %" + std::to_string(id_) + " (" +
+                     meta.str() + ") " + module + ": a trace records no values, so data-dependent control " +
+                     "flow cannot be captured; compute with ops instead (e.g. px::where for a branch)");
+  }
 
  private:
   std::weak_ptr<const void> owner_;
@@ -34,9 +41,12 @@ class TracedValue : public ProxyHandle {
 std::string foreign_description(const Tensor& tensor) {
   std::string meta = tensor.meta_info().str();
   switch (tensor.kind()) {
-    case TensorKind::Dense: return "a concrete tensor " + meta + " not produced in this trace";
-    case TensorKind::Meta: return "a meta tensor " + meta + " not produced in this trace";
-    case TensorKind::Proxy: return "a proxy " + meta + " of another trace";
+    case TensorKind::Dense:
+      return "a concrete tensor " + meta + " not produced in this trace";
+    case TensorKind::Meta:
+      return "a meta tensor " + meta + " not produced in this trace";
+    case TensorKind::Proxy:
+      return "a proxy " + meta + " of another trace";
   }
   return "a tensor " + meta + " not produced in this trace";
 }
@@ -52,8 +62,7 @@ Tracer::~Tracer() = default;
 
 void Tracer::check_active(std::string_view what) const {
   if (state_->finished) {
-    throw ValueError(std::string(what) + ": the trace of graph '" + state_->name +
-                     "' is finished; start a new Tracer");
+    throw ValueError(std::string(what) + ": the trace of graph '" + state_->name + "' is finished; start a new Tracer");
   }
 }
 

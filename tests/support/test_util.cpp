@@ -95,15 +95,14 @@ double weighted_sum(const std::vector<Tensor>& outputs, const std::vector<Tensor
 
 }  // namespace
 
-::testing::AssertionResult check_vjp(const std::string& op_name, const std::vector<Tensor>& inputs,
-                                     const Attrs& attrs, double rel_tol, double eps) {
+::testing::AssertionResult check_vjp(const std::string& op_name, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                     double rel_tol, double eps) {
   const OpDef& op = builtin_registry().get(op_name);
   std::vector<Tensor> outputs = call(op, inputs, attrs);
   std::vector<Tensor> cotangents;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    cotangents.push_back(is_floating(outputs[i].dtype())
-                             ? random_tensor(outputs[i].shape(), outputs[i].dtype(), 1000 + i)
-                             : Tensor());
+    cotangents.push_back(
+        is_floating(outputs[i].dtype()) ? random_tensor(outputs[i].shape(), outputs[i].dtype(), 1000 + i) : Tensor());
   }
   Attrs filled = check_call(op, inputs, attrs);
   VjpContext ctx{inputs, outputs, cotangents, filled};
@@ -118,9 +117,9 @@ double weighted_sum(const std::vector<Tensor>& outputs, const std::vector<Tensor
       return ::testing::AssertionFailure() << op_name << ": no gradient for floating input " << i;
     }
     if (grads[i].shape() != inputs[i].shape()) {
-      return ::testing::AssertionFailure() << op_name << ": gradient " << i << " has shape "
-                                           << shape_str(grads[i].shape()) << ", input has "
-                                           << shape_str(inputs[i].shape());
+      return ::testing::AssertionFailure()
+             << op_name << ": gradient " << i << " has shape " << shape_str(grads[i].shape()) << ", input has "
+             << shape_str(inputs[i].shape());
     }
     std::vector<double> analytic = grads[i].to_vector<double>();
     std::vector<double> base = inputs[i].to_vector<double>();
@@ -151,6 +150,15 @@ double weighted_sum(const std::vector<Tensor>& outputs, const std::vector<Tensor
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+std::string error_message(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace px::testing

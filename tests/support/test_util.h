@@ -2,11 +2,12 @@
 // Helpers shared by the test suites: seeded random inputs, non-contiguous
 // copies, comparisons, and the finite-difference VJP check.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "parallax/core/tensor.h"
 #include "parallax/ops/attrs.h"
@@ -34,5 +35,19 @@ Tensor non_contiguous(const Tensor& tensor);
 // ||vjp - fd|| / max(||vjp||, ||fd||, 1e-300) <= rel_tol.
 ::testing::AssertionResult check_vjp(const std::string& op_name, const std::vector<Tensor>& inputs,
                                      const Attrs& attrs = {}, double rel_tol = 1e-6, double eps = 1e-6);
+
+// The what() of the px::Error that `fn` throws, or "(no error)".
+std::string error_message(const std::function<void()>& fn);
+
+// Asserts that `fn` throws ValueError with exactly `message` (after the "ValueError: " prefix).
+template <class Fn>
+void expect_value_error(Fn&& fn, const std::string& message) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected ValueError: " << message;
+  } catch (const ValueError& error) {
+    EXPECT_EQ(std::string(error.what()), "ValueError: " + message);
+  }
+}
 
 }  // namespace px::testing

@@ -7,10 +7,11 @@
 // backward phase.
 //
 // Joint graph inputs:  the forward inputs, then one tangent (cotangent seed)
-//                      per floating forward output, named "tangent.<i>".
+//                      per floating forward output, named "tangent.<i>" (or only
+//                      per output that needs one: JointOptions).
 // Joint graph outputs: the forward outputs, then the gradient of every input
 //                      that requires one, in input order (zeros where no path
-//                      connects the input to an output).
+//                      connects the input to an output, or nothing: JointOptions).
 
 #include <cstddef>
 #include <vector>
@@ -22,6 +23,11 @@ namespace px::autodiff {
 struct JointOptions {
   // One flag per forward input; empty means every floating-point input.
   std::vector<bool> requires_grad;
+  // Seed only the floating outputs that depend on an input requiring a gradient
+  // (false: every floating output gets a tangent).
+  bool tangents_only_where_needed = false;
+  // An input with no path to any output gets no gradient output at all (false: zeros).
+  bool none_for_unconnected = false;
 };
 
 struct JointGraph {
@@ -31,6 +37,9 @@ struct JointGraph {
   std::vector<size_t> tangent_for_output;
   // For each gradient output (after the forward outputs): the forward input it differentiates.
   std::vector<size_t> grad_of_input;
+  // For each forward input: its gradient's index among the graph outputs, or -1 when it has none
+  // (not requiring a gradient, or unconnected under none_for_unconnected).
+  std::vector<int64_t> grad_output_of_input;
 };
 
 // Throws ValueError for a requires_grad list of the wrong length or one that asks

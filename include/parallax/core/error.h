@@ -58,6 +58,20 @@ class VerifyError : public Error {
   explicit VerifyError(const std::string& message) : Error("VerifyError: " + message) {}
 };
 
+// A compiled program called with inputs that break one of its guards: names the
+// input's key path, the value it was traced with and the value it was called with.
+class GuardError : public Error {
+ public:
+  explicit GuardError(const std::string& message) : Error("GuardError: " + message) {}
+};
+
+// Something a trace cannot record: reading the value of a traced tensor (data-dependent
+// control flow), a tensor from outside the trace. Names the operation and the module path.
+class TraceError : public Error {
+ public:
+  explicit TraceError(const std::string& message) : Error("TraceError: " + message) {}
+};
+
 namespace detail {
 [[noreturn]] void assertion_failed(const char* condition, const char* file, int line);
 }  // namespace detail

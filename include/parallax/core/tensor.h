@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parallax/core/dtype.h"
@@ -32,6 +33,10 @@ enum class TensorKind : uint8_t { Dense, Meta, Proxy };
 class ProxyHandle {
  public:
   virtual ~ProxyHandle() = default;
+  // Called when code reads the values of a proxy (`what`: "item()", "to_vector()", ...):
+  // a trace cannot know them, so this throws TraceError; the tracer's override names the
+  // module path where the read happened.
+  [[noreturn]] virtual void value_read(std::string_view what, const TensorMeta& meta) const;
 };
 
 struct TensorImpl {
@@ -85,15 +90,18 @@ class Tensor {
   bool same(const Tensor& other) const { return impl_ == other.impl_; }
 
   // Pointer to the first element (storage + offset); dense only, T must match dtype.
-  template <class T> T* data() const {
+  template <class T>
+  T* data() const {
     check_data_access(dtype_of<T>());
     return reinterpret_cast<T*>(raw_data());
   }
   void* raw_data() const;  // dense only
   // All elements in row-major order, converted to T (any strides).
-  template <class T> std::vector<T> to_vector() const;
+  template <class T>
+  std::vector<T> to_vector() const;
   // The value of a one-element tensor.
-  template <class T> T item() const;
+  template <class T>
+  T item() const;
 
   // --- views and conversions (ops; defined in src/ops/tensor_methods.cpp) ---
   Tensor view(Shape shape) const;     // requires compatible strides; -1 infers one dim
