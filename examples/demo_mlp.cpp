@@ -1,15 +1,16 @@
-// The foundations demo: a small MLP traced into an IR graph, differentiated
-// into a joint forward+backward graph, cleaned by CSE and DCE, and trained
-// with SGD on one device through the IR interpreter. Prints the loss falling.
+// The single-device demo: an nn::Module (an MLP classifier with its loss) is
+// materialized, captured into a graph, differentiated into a joint
+// forward+backward graph with descriptors, cleaned by CSE and DCE, and trained
+// with SGD through the IR interpreter. Prints the loss falling.
 //
 //   build/examples/demo_mlp [--steps N] [--lr X] [--seed S] [--dump-graph FILE]
 
+#include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "parallax/parallax.h"
 
@@ -23,26 +24,18 @@ struct Config {
   std::string dump_graph;
 };
 
-// loss = cross_entropy(linear(gelu(linear(x, w1, b1)), w2, b2), y)
-px::ir::Graph trace_mlp_loss(const Config& cfg) {
-  using px::DType;
-  px::ir::Tracer tracer("mlp");
-  px::Tensor w1 = tracer.add_input("fc1.weight", {{cfg.hidden, cfg.in}, DType::Float32});
-  px::Tensor b1 = tracer.add_input("fc1.bias", {{cfg.hidden}, DType::Float32});
-  px::Tensor w2 = tracer.add_input("fc2.weight", {{cfg.classes, cfg.hidden}, DType::Float32});
-  px::Tensor b2 = tracer.add_input("fc2.bias", {{cfg.classes}, DType::Float32});
-  px::Tensor x = tracer.add_input("x", {{cfg.batch, cfg.in}, DType::Float32});
-  px::Tensor y = tracer.add_input("y", {{cfg.batch}, DType::Int64});
-  px::InterceptScope scope(tracer);
-  px::Tensor h;
-  {
-    px::ir::ProvenanceScope fc1("fc1");
-    h = px::gelu(px::linear(x, w1, b1));
+// loss = cross_entropy(mlp(x), y), as a module so that capture sees its parameters.
+class Classifier : public px::nn::ModuleBase<Classifier> {
+ public:
+  Classifier(int64_t in, int64_t hidden, int64_t classes) {
+    mlp_ = register_module("mlp", std::make_shared<px::nn::MLPModel>(in, hidden, classes));
   }
-  px::ir::ProvenanceScope fc2("fc2");
-  tracer.set_outputs({px::cross_entropy(px::linear(h, w2, b2), y)});
-  return tracer.finish();
-}
+  px::Tensor forward(const px::Tensor& x, const px::Tensor& y) { return px::cross_entropy((*mlp_)(x), y); }
+  px::nn::MLPModel& mlp() { return *mlp_; }
+
+ private:
+  std::shared_ptr<px::nn::MLPModel> mlp_;
+};
 
 int64_t count_phase(const px::ir::Graph& graph, px::ir::Phase phase) {
   int64_t count = 0;
@@ -57,32 +50,43 @@ int run(const Config& cfg) {
   px::Tensor teacher = px::randn({cfg.classes, cfg.in}, gen);
   px::Tensor y = px::argmax(px::matmul(x, teacher.transpose(0, 1)), 1);
 
-  double scale1 = 1.0 / std::sqrt(static_cast<double>(cfg.in));
-  double scale2 = 1.0 / std::sqrt(static_cast<double>(cfg.hidden));
-  std::vector<px::Tensor> params = {
-      px::uniform({cfg.hidden, cfg.in}, -scale1, scale1, gen), px::zeros({cfg.hidden}),
-      px::uniform({cfg.classes, cfg.hidden}, -scale2, scale2, gen), px::zeros({cfg.classes})};
+  Classifier model(cfg.in, cfg.hidden, cfg.classes);
+  model.materialize(cfg.seed);  // each parameter drawn from Philox keyed by (seed, its name)
 
-  px::ir::Graph forward = trace_mlp_loss(cfg);
-  std::vector<bool> requires_grad = {true, true, true, true, false, false};
-  px::autodiff::JointGraph joint = px::autodiff::build_joint(forward, {.requires_grad = requires_grad});
+  px::CaptureOptions options;
+  options.name = "mlp";
+  options.input_names = {"x", "y"};
+  px::CapturedProgram program = px::capture(model, std::make_tuple(x, y), options);
+  px::JointProgram joint = px::export_joint(program);
   int64_t traced_nodes = static_cast<int64_t>(joint.graph.nodes().size());
   px::ir::PassManager passes;
   passes.add<px::ir::CommonSubexpressionElimination>().add<px::ir::DeadCodeElimination>();
   passes.run(joint.graph);
   std::cout << "joint graph: " << count_phase(joint.graph, px::ir::Phase::Forward) << " forward + "
             << count_phase(joint.graph, px::ir::Phase::Backward) << " backward nodes (" << traced_nodes
-            << " before CSE/DCE)\n";
+            << " before CSE/DCE)\n  inputs: ";
+  for (const px::InputDescriptor& input : joint.inputs) std::cout << input << " ";
+  std::cout << "\n  outputs: ";
+  for (const px::OutputDescriptor& output : joint.outputs) std::cout << output << " ";
+  std::cout << "\n";
   if (!cfg.dump_graph.empty()) {
     std::ofstream(cfg.dump_graph) << joint.graph.str();
     std::cout << "wrote the joint graph's IR text to " << cfg.dump_graph << "\n";
+  }
+
+  // Each parameter's slot in the module and the graph output holding its gradient.
+  std::vector<std::pair<px::Tensor*, int64_t>> updates;
+  for (const px::InputDescriptor& input : joint.inputs) {
+    if (input.kind != px::InputDescriptor::Kind::Param) continue;
+    updates.emplace_back(&model.slot(input.fqns[0]), joint.grad_output_of(input));
   }
 
   px::Tensor seed = px::Tensor::scalar(1.0);  // d loss / d loss
   auto start = std::chrono::steady_clock::now();
   double first_loss = 0, loss = 0;
   for (int64_t step = 0; step <= cfg.steps; ++step) {
-    std::vector<px::Tensor> inputs = params;
+    std::vector<px::Tensor> inputs;
+    for (const auto& [slot, grad] : updates) inputs.push_back(*slot);
     inputs.insert(inputs.end(), {x, y, seed});
     std::vector<px::Tensor> results = px::ir::interpret(joint.graph, inputs);
     loss = results[0].item<double>();
@@ -91,11 +95,11 @@ int run(const Config& cfg) {
       std::cout << "step " << std::setw(4) << step << "  loss " << std::fixed << std::setprecision(4) << loss << "\n";
     }
     if (step == cfg.steps) break;
-    for (size_t i = 0; i < params.size(); ++i) params[i] = params[i] - cfg.lr * results[1 + i];
+    for (const auto& [slot, grad] : updates) *slot = *slot - cfg.lr * results[grad];
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  px::Tensor logits = px::linear(px::gelu(px::linear(x, params[0], params[1])), params[2], params[3]);
+  px::Tensor logits = model.mlp()(x);  // eager, on the trained parameters
   double accuracy = px::mean(px::eq(px::argmax(logits, 1), y).to(px::DType::Float32)).item<double>();
   std::cout << "loss " << first_loss << " -> " << loss << " in " << cfg.steps << " steps (" << std::setprecision(2)
             << seconds << " s); training accuracy " << std::setprecision(1) << 100 * accuracy << "%\n";
@@ -110,7 +114,7 @@ int run(const Config& cfg) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  CLI::App app{"Parallax foundations demo: train a small MLP through the IR interpreter"};
+  CLI::App app{"Parallax demo: capture a small MLP, build its joint graph, train it through the IR interpreter"};
   app.add_option("--steps", cfg.steps, "SGD steps")->check(CLI::PositiveNumber);
   app.add_option("--lr", cfg.lr, "learning rate")->check(CLI::PositiveNumber);
   app.add_option("--seed", cfg.seed, "seed of the data and the initialization");

@@ -4,23 +4,36 @@
 
 #include "parallax/parallax.h"
 
+// A model is an nn::Module whose forward takes and returns anything that converts to a px::Tree.
+class TinyNet : public px::nn::ModuleBase<TinyNet> {
+ public:
+  TinyNet() { fc_ = register_module("fc", std::make_shared<px::nn::Linear>(3, 2)); }
+  std::tuple<px::Tensor, px::Shape> forward(const px::Tensor& x, double scale) {
+    return {px::sum(px::relu((*fc_)(x))) * scale, x.shape()};
+  }
+
+ private:
+  std::shared_ptr<px::nn::Linear> fc_;
+};
+
 int main() {
   px::Generator gen(0);  // explicit, counter-based: there is no global RNG
   px::Tensor x = px::randn({4, 3}, gen);
   px::Tensor w = px::Tensor::from_vector({0.5, -1, 1, 0.25, -0.5, 2}, {3, 2});
-  px::Tensor loss = px::sum(px::relu(px::matmul(x, w)));  // every op goes through the dispatcher
-  std::cout << x.transpose(0, 1) << "\n" << loss << "\n";  // views share storage
+  std::cout << x.transpose(0, 1) << "\n" << px::sum(px::relu(px::matmul(x, w))) << "\n";  // eager ops
 
-  // The same ops, traced into an IR graph and differentiated.
-  px::ir::Tracer tracer("example");
-  px::Tensor tx = tracer.add_input("x", {{4, 3}, px::DType::Float32});
-  px::Tensor tw = tracer.add_input("w", {{3, 2}, px::DType::Float32});
-  {
-    px::InterceptScope scope(tracer);
-    tracer.set_outputs({px::sum(px::relu(px::matmul(tx, tw)))});
+  TinyNet net;         // parameters are meta tensors: nothing allocated yet
+  net.materialize(0);  // drawn from Philox keyed by (seed, parameter name)
+  px::CapturedProgram program = px::capture(net, std::make_tuple(x, 2.0));  // scale = 2.0 is baked in and guarded
+  auto [loss, shape] = program.call<std::tuple<px::Tensor, px::Shape>>(x, 2.0);
+  std::cout << program.graph() << "loss " << loss << ", shape [" << shape[0] << ", " << shape[1] << "]\n";
+
+  px::JointProgram joint = px::export_joint(program);  // forward + backward, with descriptors
+  for (const px::InputDescriptor& input : joint.inputs) std::cout << input << " ";  // Param(fc.weight) ...
+  std::cout << "\n";
+  try {
+    program(x, 3.0);
+  } catch (const px::GuardError& error) {
+    std::cout << error.what() << "\n";  // input [1]: traced as 2.0, called with 3.0 ...
   }
-  px::autodiff::JointGraph joint = px::autodiff::build_joint(tracer.finish());
-  std::cout << joint.graph;  // the IR text: forward nodes, then backward nodes
-  std::vector<px::Tensor> out = px::ir::interpret(joint.graph, {x, w, px::Tensor::scalar(1.0)});
-  std::cout << "loss " << out[0] << ", dloss/dw " << out[2] << "\n";
 }

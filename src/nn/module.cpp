@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "parallax/core/error.h"
 #include "parallax/core/generator.h"
@@ -65,15 +66,6 @@ std::vector<std::string> closest_names(std::string_view fqn, const std::vector<S
   std::sort(ranked.begin(), ranked.end());
   for (size_t i = 0; i < ranked.size() && i < kMaxSuggestions; ++i) out.push_back(slots[ranked[i].second].fqn);
   return out;
-}
-
-bool subtree_contains(const Module& root, const Module* target) {
-  if (&root == target) return true;
-  // named_modules is non-const only because it hands out mutable pointers; this walk reads.
-  for (const auto& [path, module] : const_cast<Module&>(root).named_modules()) {
-    if (module == target) return true;
-  }
-  return false;
 }
 
 template <class T>
@@ -221,7 +213,7 @@ void Module::adopt(const std::string& name, std::shared_ptr<Module> module) {
     throw ValueError("register_module: '" + name + "' in " + where(name_) + " is already registered as '" +
                      module->name_ + "' elsewhere; a module has one parent (share its tensors instead)");
   }
-  if (subtree_contains(*module, this)) {
+  if (module->contains(this)) {
     throw ValueError("register_module: '" + name + "' in " + where(name_) + " would contain its own parent");
   }
   module->name_ = name;
@@ -245,6 +237,22 @@ std::vector<std::pair<std::string, Module*>> Module::named_modules() {
   return out;
 }
 
+bool Module::contains(const Module* target) const {
+  if (this == target) return true;
+  for (const auto& child : children_) {
+    if (child->contains(target)) return true;
+  }
+  return false;
+}
+
+void Module::collect_tensors(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out,
+                             SlotKind kind) const {
+  for (const Slot& slot : slots_) {
+    if (slot.kind == kind) out.emplace_back(join_path(prefix, slot.name), slot.tensor);
+  }
+  for (const auto& child : children_) child->collect_tensors(join_path(prefix, child->name_), out, kind);
+}
+
 void Module::collect_slots(const std::string& prefix, std::vector<SlotRef>& out, SlotKind kind) {
   for (Slot& slot : slots_) {
     if (slot.kind == kind) out.push_back({join_path(prefix, slot.name), kind, &slot.tensor, slot.init});
@@ -260,21 +268,14 @@ std::vector<SlotRef> Module::slots() {
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
-  std::vector<SlotRef> refs;
-  // collect_slots hands out mutable slot pointers; here they are only read.
-  const_cast<Module*>(this)->collect_slots("", refs, SlotKind::Parameter);
   std::vector<std::pair<std::string, Tensor>> out;
-  out.reserve(refs.size());
-  for (SlotRef& ref : refs) out.emplace_back(std::move(ref.fqn), *ref.tensor);
+  collect_tensors("", out, SlotKind::Parameter);
   return out;
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
-  std::vector<SlotRef> refs;
-  const_cast<Module*>(this)->collect_slots("", refs, SlotKind::Buffer);
   std::vector<std::pair<std::string, Tensor>> out;
-  out.reserve(refs.size());
-  for (SlotRef& ref : refs) out.emplace_back(std::move(ref.fqn), *ref.tensor);
+  collect_tensors("", out, SlotKind::Buffer);
   return out;
 }
 
@@ -309,13 +310,10 @@ Tensor& Module::slot(std::string_view fqn) {
 }
 
 int64_t Module::num_parameters() const {
-  std::vector<SlotRef> refs;
-  const_cast<Module*>(this)->collect_slots("", refs, SlotKind::Parameter);
-  std::unordered_map<const TensorImpl*, bool> seen;
+  std::unordered_set<const TensorImpl*> seen;
   int64_t total = 0;
-  for (const SlotRef& ref : refs) {
-    if (!ref.tensor->defined() || !seen.emplace(ref.tensor->impl().get(), true).second) continue;
-    total += ref.tensor->numel();
+  for (const auto& [fqn, tensor] : named_parameters()) {
+    if (tensor.defined() && seen.insert(tensor.impl().get()).second) total += tensor.numel();
   }
   return total;
 }

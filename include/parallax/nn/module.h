@@ -135,6 +135,11 @@ class Module {
   Tensor& add_slot(std::string name, SlotKind kind, Tensor tensor, Init init);
   void adopt(const std::string& name, std::shared_ptr<Module> module);
   void collect_slots(const std::string& prefix, std::vector<SlotRef>& out, SlotKind kind);
+  // Read-only twin of collect_slots: the tensors by FQN.
+  void collect_tensors(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out,
+                       SlotKind kind) const;
+  // True when `target` is this module or one of its descendants.
+  bool contains(const Module* target) const;
 
   std::string name_;
   std::deque<Slot> slots_;  // a deque: slot addresses stay valid as slots are added
