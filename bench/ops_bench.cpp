@@ -2,7 +2,8 @@
 //   - matmul through the op (dispatcher + kernel) vs cblas_sgemm called directly, 1 BLAS thread;
 //   - memory-bound ops (add, gelu, softmax, layer_norm) on 16 MiB float32 tensors vs memcpy.
 // Bytes moved = bytes read + bytes written, for the ops and for memcpy alike.
-// Run: build/bench/ops_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// Run: build/bench/ops_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//        --benchmark_report_aggregates_only=true   (interleaving: see docs/benchmarks.md, run 3)
 
 #include <cblas.h>
 
