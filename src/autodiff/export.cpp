@@ -20,12 +20,18 @@ JointProgram export_joint(const CapturedGraph& captured) {
   requires_grad.reserve(forward.inputs().size());
   for (size_t i = 0; i < forward.inputs().size(); ++i) {
     bool floating = is_floating(forward.meta(forward.inputs()[i]).dtype);
-    requires_grad.push_back(floating && captured.inputs[i].kind != InputDescriptor::Kind::Buffer);
+    const InputDescriptor& input = captured.inputs[i];
+    bool buffer = input.kind == InputDescriptor::Kind::Buffer ||
+                  (input.kind == InputDescriptor::Kind::SubclassInner && input.owner == InputDescriptor::Kind::Buffer);
+    requires_grad.push_back(floating && !buffer);
   }
   autodiff::JointOptions options;
   options.requires_grad = requires_grad;
   options.tangents_only_where_needed = true;
   options.none_for_unconnected = true;
+  for (const OutputDescriptor& output : captured.outputs) {
+    options.differentiable_outputs.push_back(output.kind == OutputDescriptor::Kind::UserOutput);
+  }
   autodiff::JointGraph joint = autodiff::build_joint(forward, options);
 
   JointProgram program;
@@ -36,10 +42,13 @@ JointProgram export_joint(const CapturedGraph& captured) {
     program.inputs.push_back(InputDescriptor::tangent(seeded.path, seeded.leaf));
   }
   program.outputs = captured.outputs;
-  program.num_user_outputs = captured.outputs.size();
+  program.num_forward_outputs = captured.outputs.size();
   for (size_t i = 0; i < captured.outputs.size(); ++i) program.graph_output.push_back(static_cast<int64_t>(i));
   for (size_t i = 0; i < captured.inputs.size(); ++i) {
-    if (captured.inputs[i].kind == InputDescriptor::Kind::Buffer) continue;
+    if (!requires_grad[i] && (captured.inputs[i].kind == InputDescriptor::Kind::Buffer ||
+                              captured.inputs[i].owner == InputDescriptor::Kind::Buffer)) {
+      continue;  // buffers (and their inner tensors) have no gradient at all
+    }
     int64_t output = joint.grad_output_of_input[i];
     program.outputs.push_back(OutputDescriptor::grad(captured.inputs[i], output < 0));
     program.graph_output.push_back(output);

@@ -89,6 +89,7 @@ JointGraph build_joint(const ir::Graph& forward, const JointOptions& options) {
       ir::ValueId id = forward.outputs()[i];
       if (!is_floating(forward.meta(id).dtype)) continue;
       if (options.tangents_only_where_needed && !needing.count(id)) continue;
+      if (!options.differentiable_outputs.empty() && !options.differentiable_outputs.at(i)) continue;
       Tensor tangent = tracer.add_input("tangent." + std::to_string(i), forward.meta(id));
       joint.tangent_for_output.push_back(i);
       if (needing.count(id)) accumulate(grads, id, tangent);

@@ -156,6 +156,11 @@ const std::shared_ptr<ProxyHandle>& Tensor::proxy_handle() const {
   return impl_->proxy;
 }
 
+const std::shared_ptr<TensorSubclass>& Tensor::subclass_instance() const {
+  kind();
+  return impl_->subclass;
+}
+
 bool Tensor::shares_storage_with(const Tensor& other) const {
   return defined() && other.defined() && storage() && storage() == other.storage();
 }
@@ -168,8 +173,11 @@ void ProxyHandle::value_read(std::string_view what, const TensorMeta& meta) cons
 void Tensor::check_data_access(DType requested) const {
   if (is_proxy()) impl_->proxy->value_read("data()", meta_info());
   if (!is_dense()) {
-    throw ValueError("data access on a " + std::string(is_meta() ? "meta" : "proxy") + " tensor " + meta_info().str() +
-                     ": it has no storage");
+    throw ValueError("data access on a " +
+                     std::string(is_meta()       ? "meta"
+                                 : is_subclass() ? "subclass"
+                                                 : "proxy") +
+                     " tensor " + meta_info().str() + ": it has no storage");
   }
   if (requested != dtype()) {
     throw DTypeError("data<" + std::string(dtype_name(requested)) + ">() on a tensor of dtype " +
@@ -260,6 +268,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& tensor) {
   os << "Tensor(" << tensor.meta_info().str();
   if (tensor.is_meta()) return os << ", meta)";
   if (tensor.is_proxy()) return os << ", proxy)";
+  if (tensor.is_subclass()) return os << ", subclass)";
   os << ", ";
   print_dim(os, tensor, 0, 0);
   return os << ")";

@@ -47,6 +47,8 @@ std::string foreign_description(const Tensor& tensor) {
       return "a meta tensor " + meta + " not produced in this trace";
     case TensorKind::Proxy:
       return "a proxy " + meta + " of another trace";
+    case TensorKind::Subclass:
+      return "a subclass tensor " + meta + " that its dispatch did not unwrap";
   }
   return "a tensor " + meta + " not produced in this trace";
 }

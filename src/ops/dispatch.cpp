@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "parallax/core/error.h"
+#include "parallax/subclass/subclass.h"
 
 namespace px {
 
@@ -37,10 +38,9 @@ void check_input_count(const OpDef& op, size_t count) {
   auto given = static_cast<int64_t>(count);
   int64_t max = op.max_inputs();
   if (given < op.min_inputs() || (max >= 0 && given > max)) {
-    std::string expected = max < 0 ? "at least " + std::to_string(op.min_inputs())
-                           : op.min_inputs() == max
-                               ? std::to_string(max)
-                               : std::to_string(op.min_inputs()) + " to " + std::to_string(max);
+    std::string expected = max < 0                  ? "at least " + std::to_string(op.min_inputs())
+                           : op.min_inputs() == max ? std::to_string(max)
+                                                    : std::to_string(op.min_inputs()) + " to " + std::to_string(max);
     throw ValueError(op.name + ": expected " + expected + " tensor inputs, got " + std::to_string(given) + " (" +
                      op.signature() + ")");
   }
@@ -84,6 +84,11 @@ std::vector<Tensor> run_below_interceptors(const OpDef& op, const std::vector<Te
       throw ValueError(op.name + ": got a traced proxy tensor " + input.meta_info().str() +
                        " outside the trace that made it");
     }
+    if (input.is_subclass()) {
+      throw ValueError(op.name + ": got a subclass tensor (" + subclass_of(input).type_name() + ", " +
+                       input.meta_info().str() + ") below the subclass hook; its dispatch must call ops on " +
+                       "inner tensors");
+    }
     any_meta = any_meta || input.is_meta();
   }
   std::vector<TensorMeta> out_metas = op.infer(metas_of(inputs), attrs);
@@ -120,9 +125,12 @@ Attrs check_call(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs
   return check_attrs(op, attrs);
 }
 
-std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                         CallOptions options) {
+std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs, CallOptions options) {
   Attrs filled = check_call(op, inputs, attrs);
+  // 1. Subclass hook: the first subclass input implements the op (it may trace, run meta or kernels below).
+  for (const Tensor& input : inputs) {
+    if (input.is_subclass()) return subclass_of(input).dispatch(op, inputs, filled);
+  }
   InterceptorStack& stack = interceptor_stack();
   if (!stack.scopes.empty() && stack.suspended == 0) {
     return stack.scopes.back()->intercept(op, inputs, filled);

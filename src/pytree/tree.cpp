@@ -355,4 +355,34 @@ std::string KeyPath::str() const {
   return out;
 }
 
+namespace {
+
+size_t mix(size_t seed, size_t value) { return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
+
+}  // namespace
+
+size_t hash_value(const Tree& tree) {
+  size_t h = std::hash<int>{}(static_cast<int>(tree.kind()));
+  switch (tree.kind()) {
+    case Tree::Kind::Bool:
+      return mix(h, tree.as_bool());
+    case Tree::Kind::Int:
+      return mix(h, std::hash<int64_t>{}(tree.as_int()));
+    case Tree::Kind::Double: {
+      double value = tree.as_double();
+      return mix(h, std::isnan(value) ? 0x7ff8u : std::hash<double>{}(value == 0.0 ? 0.0 : value));
+    }
+    case Tree::Kind::String:
+      return mix(h, std::hash<std::string>{}(tree.as_string()));
+    case Tree::Kind::Tensor:
+      return mix(h, std::hash<const void*>{}(tree.as_tensor().impl().get()));
+    default:
+      break;
+  }
+  h = mix(h, std::hash<std::string>{}(tree.type_name()));
+  for (const std::string& key : tree.keys()) h = mix(h, std::hash<std::string>{}(key));
+  for (const Tree& child : tree.children()) h = mix(h, hash_value(child));
+  return h;
+}
+
 }  // namespace px

@@ -38,9 +38,9 @@ ir::Graph mlp_loss_graph(int64_t batch, int64_t in, int64_t hidden, int64_t clas
 }
 
 std::vector<Tensor> mlp_inputs(int64_t batch, int64_t in, int64_t hidden, int64_t classes) {
-  return {random_tensor({hidden, in}, DType::Float64, 1), random_tensor({hidden}, DType::Float64, 2),
+  return {random_tensor({hidden, in}, DType::Float64, 1),      random_tensor({hidden}, DType::Float64, 2),
           random_tensor({classes, hidden}, DType::Float64, 3), random_tensor({classes}, DType::Float64, 4),
-          random_tensor({batch, in}, DType::Float64, 5), random_ints({batch}, 0, classes, 6)};
+          random_tensor({batch, in}, DType::Float64, 5),       random_ints({batch}, 0, classes, 6)};
 }
 
 TEST(Joint, GradientsMatchFiniteDifferencesOfTheForwardGraph) {
@@ -97,18 +97,20 @@ TEST(Joint, UnusedInputGetsZeroGradient) {
   }
   autodiff::JointGraph joint = autodiff::build_joint(tracer.finish());
   std::vector<Tensor> results = ir::interpret(
-      joint.graph, {Tensor::from_vector({1, 2, 3}, {3}, DType::Float64), Tensor::from_vector({5, 6}, {2}, DType::Float64),
-                    Tensor::scalar(2.0, DType::Float64)});
+      joint.graph, {Tensor::from_vector({1, 2, 3}, {3}, DType::Float64),
+                    Tensor::from_vector({5, 6}, {2}, DType::Float64), Tensor::scalar(2.0, DType::Float64)});
   EXPECT_TRUE(testing::all_close(results[1], std::vector<double>{4, 8, 12}));  // 2 * 2a
   EXPECT_TRUE(testing::all_close(results[2], std::vector<double>{0, 0}));
 }
 
 TEST(Joint, RejectsBadRequiresGrad) {
   ir::Graph forward = mlp_loss_graph(2, 3, 4, 2);
-  EXPECT_THROW(autodiff::build_joint(forward, {.requires_grad = {true}}), ValueError);
-  std::vector<bool> flags(6, false);
-  flags[5] = true;  // the int64 labels
-  EXPECT_THROW(autodiff::build_joint(forward, {.requires_grad = flags}), ValueError);
+  autodiff::JointOptions options;
+  options.requires_grad = {true};
+  EXPECT_THROW(autodiff::build_joint(forward, options), ValueError);
+  options.requires_grad.assign(6, false);
+  options.requires_grad[5] = true;  // the int64 labels
+  EXPECT_THROW(autodiff::build_joint(forward, options), ValueError);
 }
 
 }  // namespace

@@ -23,12 +23,7 @@ using testing::random_tensor;
 
 // The forward graph's inputs for a call with `example`: the module's tensors, then the user leaves read.
 std::vector<Tensor> forward_inputs(const CapturedProgram& program, const Tree& example) {
-  const CapturedGraph& captured = program.primary();
-  std::vector<Tree> leaves = flatten(example).leaves;
-  std::vector<Tensor> inputs;
-  for (const Tensor* slot : captured.slot_inputs) inputs.push_back(*slot);
-  for (size_t leaf : captured.user_input_leaves) inputs.push_back(leaves[leaf].as_tensor());
-  return inputs;
+  return program.primary().graph_inputs(example);
 }
 
 // sum over tangents t of sum(output_t * t): the scalar whose gradient the joint graph computes.
@@ -68,7 +63,7 @@ void check_joint_gradients(const CapturedProgram& program, const Tree& example, 
   std::vector<Tensor> joint_outputs = ir::interpret(joint.graph, joint_inputs);
 
   int64_t checked = 0;
-  for (size_t d = joint.num_user_outputs; d < joint.outputs.size(); ++d) {
+  for (size_t d = joint.num_forward_outputs; d < joint.outputs.size(); ++d) {
     const OutputDescriptor& grad = joint.outputs[d];
     const InputDescriptor& of = grad.of.at(0);
     auto position = std::find(captured.inputs.begin(), captured.inputs.end(), of);

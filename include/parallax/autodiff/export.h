@@ -10,8 +10,10 @@
 //          for every user tensor input, in input order. A gradient that does not
 //          exist (a parameter the forward never uses, an integer input) is an
 //          explicit none: its descriptor says so and it has no graph output.
-// Buffers get no gradient. Nodes keep their module path; backward nodes are
-// tagged with the backward phase.
+// Buffers get no gradient. Inner tensors of subclass inputs (SubclassInner) are
+// differentiated like the inputs they belong to; attribute-mutation outputs get
+// no tangent. Nodes keep their module path; backward nodes are tagged with the
+// backward phase.
 
 #include <cstdint>
 #include <vector>
@@ -23,11 +25,12 @@ namespace px {
 
 struct JointProgram {
   ir::Graph graph;
-  std::vector<InputDescriptor> inputs;    // one per graph input
-  std::vector<OutputDescriptor> outputs;  // user outputs, then one Grad per parameter and user input
+  std::vector<InputDescriptor> inputs;  // one per graph input
+  // The forward outputs (user outputs, then attribute mutations), then one Grad per parameter and user input.
+  std::vector<OutputDescriptor> outputs;
   // Per output descriptor: its graph output index, or -1 for an explicit none.
   std::vector<int64_t> graph_output;
-  size_t num_user_outputs = 0;
+  size_t num_forward_outputs = 0;  // outputs before the first Grad
 
   // The graph output index of the gradient of the input with this descriptor; -1 for none;
   // ValueError when no Grad descriptor refers to it.

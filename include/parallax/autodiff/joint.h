@@ -28,6 +28,9 @@ struct JointOptions {
   bool tangents_only_where_needed = false;
   // An input with no path to any output gets no gradient output at all (false: zeros).
   bool none_for_unconnected = false;
+  // One flag per forward output: whether it gets a tangent at all (empty: every output may).
+  // Outputs that are not differentiated (e.g. state written back to subclass inputs) say false.
+  std::vector<bool> differentiable_outputs;
 };
 
 struct JointGraph {

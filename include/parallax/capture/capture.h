@@ -20,6 +20,17 @@
 //     trace), so that only tensors computed in the graph are graph outputs;
 //   - records guards (guards.h) on everything the trace assumed.
 //
+// Subclass inputs (subclass/subclass.h), user inputs and parameters alike, are desugared:
+// each present inner tensor becomes a graph input (SubclassInner descriptor) and forward
+// sees a twin instance built by unflatten over the traced inner tensors. Whatever the
+// dispatch code does to a twin's attributes (set, replace, clear, change the metadata) is
+// diffed against the twin's starting state and recorded as an AttrMutation; a tensor
+// computed in the graph becomes an extra graph output. The caller's objects are never
+// touched by capture (they are snapshotted and restored, also when forward throws); the
+// epilogue of every run applies the mutations to them. Subclass outputs are rebuilt by
+// unflatten with the metadata decided at capture. Nested subclasses are desugared
+// recursively and mutations are tracked at every level (`AttrMutation([1], inner.scale)`).
+//
 // Non-tensor inputs (ints, doubles, bools, strings) reach forward as plain values,
 // so whatever forward computes from them is baked into the graph; the guards make a
 // later call with another value fail (GuardError) or, with
@@ -44,6 +55,7 @@
 #include "parallax/ir/graph.h"
 #include "parallax/nn/module.h"
 #include "parallax/pytree/convert.h"
+#include "parallax/subclass/subclass.h"
 
 namespace px {
 
@@ -55,12 +67,50 @@ struct CaptureOptions {
   size_t cache_size = 8;  // programs kept under Recompile; a call needing one more raises GuardError
 };
 
+// Where a graph input's tensor comes from at call time: a module slot or a flattened input
+// leaf, then (for an inner tensor of a subclass) the attribute path into it.
+struct InputSource {
+  Tensor* slot = nullptr;          // a module slot, or nullptr for an input leaf
+  size_t leaf = 0;                 // the flattened input leaf (when slot is null)
+  std::vector<std::string> inner;  // attribute path into a subclass tensor; empty: the tensor itself
+
+  // The tensor this source names for a call whose flattened input leaves are `leaves`.
+  Tensor resolve(const std::vector<const Tree*>& leaves) const;
+};
+
 // How one output leaf is rebuilt after a run.
 struct OutputLeaf {
-  enum class Kind : uint8_t { GraphOutput, PassThrough, Constant };
+  enum class Kind : uint8_t { GraphOutput, PassThrough, Constant, Subclass };
   Kind kind = Kind::Constant;
   size_t index = 0;  // GraphOutput: graph output index; PassThrough: flattened input leaf index
   Tree constant;     // Constant: the value
+  // Subclass: an instance to unflatten from (the traced one), the outer meta, the metadata
+  // decided at capture, and per attribute its graph output index or -1 when absent.
+  std::shared_ptr<TensorSubclass> prototype;
+  TensorMeta meta;
+  Tree metadata;
+  std::vector<std::pair<std::string, int64_t>> inner_outputs;
+};
+
+// A change that subclass dispatch code made to a subclass input during capture; the
+// program's epilogue applies it to the caller's object after every run.
+struct AttrMutation {
+  enum class Kind : uint8_t {
+    SetComputed,  // the attribute gets a tensor computed in the graph (an extra graph output)
+    SetAlias,     // the attribute gets an existing input tensor (another input's inner tensor, a parameter)
+    SetConstant,  // the attribute gets a tensor from outside the trace
+    Clear,        // the attribute becomes absent
+    SetMetadata,  // the metadata changes
+  };
+  Kind kind = Kind::SetComputed;
+  InputSource target;  // the caller's subclass tensor
+  std::string attribute;
+  size_t graph_output = 0;  // SetComputed
+  InputSource alias;        // SetAlias
+  Tensor constant;          // SetConstant
+  Tree metadata;            // SetMetadata
+
+  std::string str() const;  // `set mask = graph output 1`, `clear mask`, `metadata = {...}`
 };
 
 // One traced specialization: a graph plus everything needed to call it.
@@ -70,19 +120,19 @@ struct CapturedGraph {
   TreeSpec out_spec;
   Guards guards;
   std::vector<InputDescriptor> inputs;    // one per graph input
-  std::vector<OutputDescriptor> outputs;  // one per graph output
+  std::vector<OutputDescriptor> outputs;  // one per graph output: user outputs, then attribute mutations
   std::vector<OutputLeaf> output_leaves;  // one per flattened output leaf
-  // Graph inputs after the parameters and buffers: the flattened input leaf each reads.
-  std::vector<size_t> user_input_leaves;
-  // The parameter and buffer slots feeding the first graph inputs (slots[0] of each group).
-  std::vector<Tensor*> slot_inputs;
-  size_t num_params = 0;   // graph inputs that are parameters
-  size_t num_buffers = 0;  // graph inputs that are buffers, after the parameters
+  std::vector<InputSource> sources;       // one per graph input
+  std::vector<AttrMutation> mutations;    // in the order the epilogue applies them
+  size_t num_params = 0;                  // graph inputs that are parameters (or their inner tensors)
+  size_t num_buffers = 0;                 // graph inputs that are buffers (or their inner tensors)
   std::vector<std::string> input_names;
 
   // Non-tensor input leaves baked into the graph, and constant output leaves.
   std::vector<std::pair<KeyPath, Tree>> baked_inputs() const;
   std::vector<std::pair<KeyPath, Tree>> constant_outputs() const;
+  // The graph's inputs for a call with `inputs` (the module's current slots and the input tensors).
+  std::vector<Tensor> graph_inputs(const Tree& inputs) const;
 };
 
 // The traced function: takes the inputs as a Tree (a tuple of forward's arguments) and returns a Tree.
@@ -129,6 +179,9 @@ class CapturedProgram {
     return Tree::tuple({to_tree(args)...});
   }
   Tree execute(const CapturedGraph& entry, const std::vector<const Tree*>& leaves) const;
+  // The epilogue: applies entry.mutations to the caller's subclass inputs.
+  static void replay(const CapturedGraph& entry, const std::vector<const Tree*>& leaves,
+                     const std::vector<Tensor>& outputs);
 
   TreeFunction fn_;
   nn::Module* module_;

@@ -4,7 +4,8 @@
 //   Meta  - shape and dtype only (a 70B-element meta tensor costs nothing);
 //   Proxy - a value in a graph under construction; the tracer that made it
 //           owns a ProxyHandle that says which value it is.
-// (Subclass instances join these with the tensor-subclass work.)
+//   Subclass - a TensorSubclass instance (subclass/subclass.h) that implements
+//           ops on itself; shape and dtype are its outer (logical) ones.
 //
 // Methods that make new tensors (view, reshape, permute, ...) go through the op
 // dispatcher (they are ops, defined in src/ops/), so they trace like any op.
@@ -27,7 +28,9 @@
 
 namespace px {
 
-enum class TensorKind : uint8_t { Dense, Meta, Proxy };
+enum class TensorKind : uint8_t { Dense, Meta, Proxy, Subclass };
+
+class TensorSubclass;  // subclass/subclass.h
 
 // Opaque identity of a traced value; the tracer derives from it.
 class ProxyHandle {
@@ -46,6 +49,7 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   std::shared_ptr<Storage> storage;
   std::shared_ptr<ProxyHandle> proxy;
+  std::shared_ptr<TensorSubclass> subclass;
 };
 
 class Tensor {
@@ -72,6 +76,7 @@ class Tensor {
   bool is_meta() const { return kind() == TensorKind::Meta; }
   bool is_proxy() const { return kind() == TensorKind::Proxy; }
   bool is_dense() const { return kind() == TensorKind::Dense; }
+  bool is_subclass() const { return kind() == TensorKind::Subclass; }
 
   const TensorMeta& meta_info() const;
   const Shape& shape() const { return meta_info().shape; }
@@ -85,6 +90,7 @@ class Tensor {
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const;
   const std::shared_ptr<ProxyHandle>& proxy_handle() const;
+  const std::shared_ptr<TensorSubclass>& subclass_instance() const;
   bool shares_storage_with(const Tensor& other) const;
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   bool same(const Tensor& other) const { return impl_ == other.impl_; }

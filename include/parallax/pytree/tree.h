@@ -99,6 +99,8 @@ class Tree {
 };
 
 std::string_view kind_name(Tree::Kind kind);  // "none", "bool", "int", ..., "custom"
+// A hash consistent with operator== (tensors hash by identity; NaN doubles hash alike).
+size_t hash_value(const Tree& tree);
 std::ostream& operator<<(std::ostream& os, const Tree& tree);
 
 // One step into a container: an index into a list or tuple, a dict key, or a custom field.
