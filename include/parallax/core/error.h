@@ -72,6 +72,13 @@ class TraceError : public Error {
   explicit TraceError(const std::string& message) : Error("TraceError: " + message) {}
 };
 
+// A collective that cannot complete because a rank of the job failed: names the failed rank,
+// the collective and this rank.
+class CommError : public Error {
+ public:
+  explicit CommError(const std::string& message) : Error("CommError: " + message) {}
+};
+
 namespace detail {
 [[noreturn]] void assertion_failed(const char* condition, const char* file, int line);
 }  // namespace detail

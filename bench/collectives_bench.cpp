@@ -1,0 +1,357 @@
+// Collectives benchmark in the style of nccl-tests: for each collective and each size,
+// the time of one call (median over iterations of the slowest rank), the algorithm
+// bandwidth algbw = size / time and the bus bandwidth busbw (algbw times the ring factor,
+// comparable across world sizes: all_reduce 2(n-1)/n; all_gather, reduce_scatter and
+// all_to_all (n-1)/n; broadcast 1). "size" is nccl-tests' size: the all_reduce and
+// broadcast buffer, the all_gather output, the reduce_scatter input, the all_to_all input.
+//
+// First it measures memcpy of 16 MiB in the same run, counted like busbw: bytes copied per
+// second (a copy of S bytes counts S, not the 2S read and written), once on one thread and
+// once on every rank's thread at the same time. The last line compares all_reduce's busbw
+// at 16 MiB with the larger of the two.
+//
+// Run: build/bench/collectives_bench --world-size 2 --min-bytes 8 --max-bytes 256M
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "parallax/core/dtype.h"
+#include "parallax/core/error.h"
+#include "parallax/core/tensor.h"
+#include "parallax/dist/process_group.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace dist = px::dist;
+
+constexpr int64_t kMemcpyBytes = int64_t{16} << 20;
+const std::vector<std::string> kCollectives = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"};
+
+struct Options {
+  int world_size = 2;
+  int64_t min_bytes = 8;
+  int64_t max_bytes = int64_t{256} << 20;
+  int64_t factor = 2;
+  int iters = 20;
+  int warmup = 5;
+  std::string collective = "all";
+  px::DType dtype = px::DType::Float32;
+  px::ReduceOp op = px::ReduceOp::Sum;
+  dist::Backend backend = dist::Backend::Auto;
+};
+
+int64_t parse_bytes(const std::string& text) {
+  size_t used = 0;
+  int64_t value = std::stoll(text, &used);
+  const std::string suffix = text.substr(used);
+  if (suffix.empty() || suffix == "B") return value;
+  if (suffix == "K" || suffix == "KiB") return value << 10;
+  if (suffix == "M" || suffix == "MiB") return value << 20;
+  if (suffix == "G" || suffix == "GiB") return value << 30;
+  throw std::invalid_argument("bad size '" + text + "' (use a number with an optional K, M or G suffix)");
+}
+
+px::DType parse_dtype_name(const std::string& name) {
+  if (name == "float32" || name == "float") return px::DType::Float32;
+  if (name == "float64" || name == "double") return px::DType::Float64;
+  if (name == "bfloat16") return px::DType::BFloat16;
+  if (name == "int64") return px::DType::Int64;
+  return px::parse_dtype(name);  // f32, f64, bf16, i64, bool
+}
+
+px::ReduceOp parse_op(const std::string& name) {
+  if (name == "sum") return px::ReduceOp::Sum;
+  if (name == "avg") return px::ReduceOp::Avg;
+  if (name == "max") return px::ReduceOp::Max;
+  if (name == "min") return px::ReduceOp::Min;
+  throw std::invalid_argument("bad --op '" + name + "' (sum, avg, max or min)");
+}
+
+dist::Backend parse_backend(const std::string& name) {
+  if (name == "auto") return dist::Backend::Auto;
+  if (name == "threads") return dist::Backend::Threads;
+  if (name == "mpi") return dist::Backend::Mpi;
+  throw std::invalid_argument("bad --backend '" + name + "' (auto, threads or mpi)");
+}
+
+void usage() {
+  std::puts(
+      "usage: collectives_bench [--world-size N] [--min-bytes B] [--max-bytes B] [--factor F] [--iters I]\n"
+      "                         [--warmup W] [--collective all|all_reduce|all_gather|reduce_scatter|all_to_all|"
+      "broadcast]\n"
+      "                         [--dtype float32|float64|bfloat16|int64|bool] [--op sum|avg|max|min]\n"
+      "                         [--backend auto|threads|mpi]\n"
+      "sizes take K, M and G suffixes (powers of 1024)");
+}
+
+Options parse_options(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      usage();
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw std::invalid_argument("missing value after " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--world-size")
+      options.world_size = std::stoi(value);
+    else if (flag == "--min-bytes")
+      options.min_bytes = parse_bytes(value);
+    else if (flag == "--max-bytes")
+      options.max_bytes = parse_bytes(value);
+    else if (flag == "--factor")
+      options.factor = std::stoll(value);
+    else if (flag == "--iters")
+      options.iters = std::stoi(value);
+    else if (flag == "--warmup")
+      options.warmup = std::stoi(value);
+    else if (flag == "--collective")
+      options.collective = value;
+    else if (flag == "--dtype")
+      options.dtype = parse_dtype_name(value);
+    else if (flag == "--op")
+      options.op = parse_op(value);
+    else if (flag == "--backend")
+      options.backend = parse_backend(value);
+    else
+      throw std::invalid_argument("unknown option " + flag);
+  }
+  if (options.collective != "all" &&
+      std::find(kCollectives.begin(), kCollectives.end(), options.collective) == kCollectives.end()) {
+    throw std::invalid_argument("unknown --collective " + options.collective);
+  }
+  if (options.factor < 2 || options.iters < 1 || options.warmup < 0 || options.min_bytes < 1 ||
+      options.max_bytes < options.min_bytes) {
+    throw std::invalid_argument("need --factor >= 2, --iters >= 1, --warmup >= 0, 1 <= min-bytes <= max-bytes");
+  }
+  return options;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// Per iteration, the slowest rank's time; then the median over iterations (seconds).
+double slowest_rank_median(const std::vector<std::vector<double>>& seconds_by_rank) {
+  std::vector<double> slowest(seconds_by_rank[0].size(), 0.0);
+  for (const auto& rank_times : seconds_by_rank) {
+    for (size_t i = 0; i < rank_times.size(); ++i) slowest[i] = std::max(slowest[i], rank_times[i]);
+  }
+  return median(slowest);
+}
+
+px::Tensor filled(int64_t numel, px::DType dtype) {
+  px::Tensor tensor = px::Tensor::empty({numel}, dtype);
+  // Zero bytes are a valid value of every dtype; writing them also maps the pages.
+  std::memset(tensor.raw_data(), 0, static_cast<size_t>(numel * px::dtype_size(dtype)));
+  return tensor;
+}
+
+double bus_factor(const std::string& collective, int n) {
+  if (collective == "all_reduce") return 2.0 * (n - 1) / n;
+  if (collective == "broadcast") return 1.0;
+  return static_cast<double>(n - 1) / n;
+}
+
+// One call of `collective` on buffers for nccl-tests' `count` (elements of the size column).
+struct Buffers {
+  px::Tensor input;
+  px::Tensor output;
+};
+
+Buffers make_buffers(const std::string& collective, int64_t count, int n, px::DType dtype) {
+  if (collective == "all_gather") return {filled(count / n, dtype), filled(count, dtype)};
+  if (collective == "reduce_scatter") return {filled(count, dtype), filled(count / n, dtype)};
+  if (collective == "all_to_all") return {filled(count, dtype), filled(count, dtype)};
+  px::Tensor buffer = filled(count, dtype);
+  return {buffer, buffer};
+}
+
+void run_once(const std::string& collective, dist::ProcessGroup& group, const Buffers& buffers, px::ReduceOp op) {
+  if (collective == "all_reduce")
+    group.all_reduce(buffers.input, op);
+  else if (collective == "all_gather")
+    group.all_gather(buffers.input, buffers.output);
+  else if (collective == "reduce_scatter")
+    group.reduce_scatter(buffers.input, buffers.output, op);
+  else if (collective == "all_to_all")
+    group.all_to_all(buffers.input, buffers.output);
+  else
+    group.broadcast(buffers.input, 0);
+}
+
+struct Row {
+  int64_t bytes = 0;
+  int64_t count = 0;
+  double seconds = 0;
+};
+
+std::vector<int64_t> sizes_for(const Options& options, const std::string& collective, int n) {
+  const int64_t element = px::dtype_size(options.dtype);
+  const bool divided = collective != "all_reduce" && collective != "broadcast";
+  std::vector<int64_t> counts;
+  for (int64_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
+    int64_t count = bytes / element;
+    if (divided) count = count / n * n;  // as nccl-tests: whole elements per rank
+    if (count > 0 && (counts.empty() || counts.back() != count)) counts.push_back(count);
+  }
+  return counts;
+}
+
+// New threads often start on one core and wait there for the scheduler to spread them out:
+// collectives for a while first, so that the smallest sizes are not timed on a shared core.
+void settle(dist::ProcessGroup& group) {
+  const auto until = Clock::now() + std::chrono::milliseconds(50);
+  for (bool go = true; go;) {
+    px::Tensor flag = px::Tensor::scalar(Clock::now() < until ? 1.0 : 0.0, px::DType::Int64);
+    group.all_reduce(flag, px::ReduceOp::Min);  // every rank stops after the same round
+    go = flag.item<int64_t>() != 0;
+  }
+}
+
+// Times every size of one collective in one launch (no thread start-up per size).
+std::vector<Row> measure(const Options& options, const std::string& collective, const std::vector<int64_t>& counts) {
+  const int n = options.world_size;
+  std::vector<std::vector<std::vector<double>>> times(counts.size(),
+                                                      std::vector<std::vector<double>>(static_cast<size_t>(n)));
+  dist::launch(n,
+               [&](int rank, dist::ProcessGroup& group) {
+                 settle(group);
+                 for (size_t s = 0; s < counts.size(); ++s) {
+                   Buffers buffers = make_buffers(collective, counts[s], n, options.dtype);
+                   for (int i = 0; i < options.warmup; ++i) run_once(collective, group, buffers, options.op);
+                   std::vector<double>& mine = times[s][static_cast<size_t>(rank)];
+                   for (int i = 0; i < options.iters; ++i) {
+                     group.barrier();
+                     auto start = Clock::now();
+                     run_once(collective, group, buffers, options.op);
+                     mine.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+                   }
+                 }
+               },
+               {.backend = options.backend});
+  std::vector<Row> rows;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    rows.push_back({counts[s] * px::dtype_size(options.dtype), counts[s], slowest_rank_median(times[s])});
+  }
+  return rows;
+}
+
+void print_rows(const Options& options, const std::string& collective, const std::vector<Row>& rows) {
+  const bool reduces = collective == "all_reduce" || collective == "reduce_scatter";
+  std::printf("\n# %s, %d ranks\n", collective.c_str(), options.world_size);
+  std::printf("# %12s %12s %6s %6s %11s %9s %9s\n", "size (B)", "count", "type", "redop", "time (us)", "algbw",
+              "busbw");
+  for (const Row& row : rows) {
+    const double algbw = static_cast<double>(row.bytes) / row.seconds / 1e9;
+    std::printf("  %12lld %12lld %6s %6s %11.2f %9.2f %9.2f\n", static_cast<long long>(row.bytes),
+                static_cast<long long>(row.count), std::string(px::dtype_name(options.dtype)).c_str(),
+                reduces ? px::reduce_op_name(options.op).c_str() : "none", row.seconds * 1e6, algbw,
+                algbw * bus_factor(collective, options.world_size));
+  }
+}
+
+// Bytes copied per second by one memcpy of 16 MiB on this thread (median of `iters`).
+double memcpy_one_thread(int iters) {
+  std::vector<char> source(kMemcpyBytes, 1), target(kMemcpyBytes, 0);
+  std::vector<double> seconds;
+  for (int i = 0; i < iters + 3; ++i) {
+    auto start = Clock::now();
+    std::memcpy(target.data(), source.data(), kMemcpyBytes);
+    if (i >= 3) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return static_cast<double>(kMemcpyBytes) / median(seconds) / 1e9;
+}
+
+// The same on every rank's thread at once: bytes copied per second by each (slowest rank).
+double memcpy_every_rank(const Options& options) {
+  std::vector<std::vector<double>> times(static_cast<size_t>(options.world_size));
+  dist::launch(
+      options.world_size,
+      [&](int rank, dist::ProcessGroup& group) {
+        std::vector<char> source(kMemcpyBytes, 1), target(kMemcpyBytes, 0);
+        for (int i = 0; i < options.iters + 3; ++i) {
+          group.barrier();
+          auto start = Clock::now();
+          std::memcpy(target.data(), source.data(), kMemcpyBytes);
+          if (i >= 3) {
+            times[static_cast<size_t>(rank)].push_back(std::chrono::duration<double>(Clock::now() - start).count());
+          }
+        }
+      },
+      {.backend = options.backend});
+  return static_cast<double>(kMemcpyBytes) / slowest_rank_median(times) / 1e9;
+}
+
+int run(const Options& options) {
+  const int n = options.world_size;
+  std::printf("# collectives_bench: world size %d, backend %s, dtype %s, %d iterations after %d warm-up\n", n,
+              dist::backend_name(dist::resolve_backend(options.backend)).c_str(),
+              std::string(px::dtype_name(options.dtype)).c_str(), options.iters, options.warmup);
+  std::printf("# time: median over iterations of the slowest rank; GB/s = 1e9 B/s; busbw as nccl-tests\n");
+  const double copy_one = memcpy_one_thread(std::max(options.iters, 20));
+  const double copy_all = memcpy_every_rank(options);
+  std::printf("# memcpy 16 MiB, 1 thread: %.2f GB/s copied (%.2f GB/s read + written)\n", copy_one, 2 * copy_one);
+  std::printf("# memcpy 16 MiB, on each of %d ranks at once: %.2f GB/s copied per rank (%.2f read + written)\n", n,
+              copy_all, 2 * copy_all);
+
+  double all_reduce_16m = -1;
+  std::vector<Row> all_reduce_large;  // >= 16 MiB
+  for (const std::string& collective : kCollectives) {
+    if (options.collective != "all" && options.collective != collective) continue;
+    std::vector<Row> rows = measure(options, collective, sizes_for(options, collective, n));
+    print_rows(options, collective, rows);
+    for (const Row& row : rows) {
+      if (collective != "all_reduce" || row.bytes < kMemcpyBytes) continue;
+      if (row.bytes == kMemcpyBytes) all_reduce_16m = row.seconds;
+      all_reduce_large.push_back(row);
+    }
+  }
+  if (all_reduce_16m < 0) {  // not in the sweep: measure it alone
+    all_reduce_16m = measure(options, "all_reduce", {kMemcpyBytes / px::dtype_size(options.dtype)}).front().seconds;
+  }
+  auto busbw = [&](double bytes, double seconds) { return bytes / seconds / 1e9 * bus_factor("all_reduce", n); };
+  const double reference = std::max(copy_one, copy_all);
+  const double at_16m = busbw(static_cast<double>(kMemcpyBytes), all_reduce_16m);
+  std::printf("\nmemcpy reference: %.2f GB/s copied (the larger of the two memcpy figures)\n", reference);
+  if (!all_reduce_large.empty()) {
+    const Row* lowest = &all_reduce_large.front();
+    for (const Row& row : all_reduce_large) {
+      if (busbw(static_cast<double>(row.bytes), row.seconds) <
+          busbw(static_cast<double>(lowest->bytes), lowest->seconds)) {
+        lowest = &row;
+      }
+    }
+    const double low = busbw(static_cast<double>(lowest->bytes), lowest->seconds);
+    std::printf("lowest all_reduce busbw at >= 16 MiB: %.2f GB/s at %lld B = %.0f%% of memcpy\n", low,
+                static_cast<long long>(lowest->bytes), 100.0 * low / reference);
+  }
+  std::printf("all_reduce busbw at 16 MiB = %.2f GB/s = %.0f%% of memcpy\n", at_16m, 100.0 * at_16m / reference);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse_options(argc, argv));
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "collectives_bench: %s\n", e.what());
+    usage();
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collectives_bench: %s\n", e.what());
+    return 1;
+  }
+}
