@@ -11,6 +11,9 @@
 // at 16 MiB with the larger of the two.
 //
 // Run: build/bench/collectives_bench --world-size 2 --min-bytes 8 --max-bytes 256M
+// Under mpirun the same program runs on the mpi backend (launch() picks it), one rank per
+// process, the world size being mpirun's unless --world-size says otherwise; rank 0 prints:
+//      mpirun -np 2 build/bench/collectives_bench --min-bytes 8 --max-bytes 256M
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +40,7 @@ const std::vector<std::string> kCollectives = {"all_reduce", "all_gather", "redu
 
 struct Options {
   int world_size = 2;
+  bool world_size_given = false;
   int64_t min_bytes = 8;
   int64_t max_bytes = int64_t{256} << 20;
   int64_t factor = 2;
@@ -102,9 +106,10 @@ Options parse_options(int argc, char** argv) {
     }
     if (i + 1 >= argc) throw std::invalid_argument("missing value after " + flag);
     const std::string value = argv[++i];
-    if (flag == "--world-size")
+    if (flag == "--world-size") {
       options.world_size = std::stoi(value);
-    else if (flag == "--min-bytes")
+      options.world_size_given = true;
+    } else if (flag == "--min-bytes")
       options.min_bytes = parse_bytes(value);
     else if (flag == "--max-bytes")
       options.max_bytes = parse_bytes(value);
@@ -142,13 +147,19 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-// Per iteration, the slowest rank's time; then the median over iterations (seconds).
-double slowest_rank_median(const std::vector<std::vector<double>>& seconds_by_rank) {
-  std::vector<double> slowest(seconds_by_rank[0].size(), 0.0);
-  for (const auto& rank_times : seconds_by_rank) {
-    for (size_t i = 0; i < rank_times.size(); ++i) slowest[i] = std::max(slowest[i], rank_times[i]);
-  }
-  return median(slowest);
+// Per iteration, the slowest rank's time (an all_reduce max, so that it works with ranks in
+// other processes); then the median over iterations (seconds). The same on every rank.
+double slowest_rank_median(dist::ProcessGroup& group, const std::vector<double>& seconds) {
+  px::Tensor slowest = px::Tensor::from_vector(seconds, {static_cast<int64_t>(seconds.size())}, px::DType::Float64);
+  group.all_reduce(slowest, px::ReduceOp::Max);
+  const double* values = slowest.data<double>();
+  return median(std::vector<double>(values, values + slowest.numel()));
+}
+
+// The world size to ask launch() for: under mpirun, mpirun's (0) unless --world-size was given.
+int launch_size(const Options& options) {
+  if (dist::resolve_backend(options.backend) == dist::Backend::Mpi && !options.world_size_given) return 0;
+  return options.world_size;
 }
 
 px::Tensor filled(int64_t numel, px::DType dtype) {
@@ -220,37 +231,39 @@ void settle(dist::ProcessGroup& group) {
   }
 }
 
-// Times every size of one collective in one launch (no thread start-up per size).
-std::vector<Row> measure(const Options& options, const std::string& collective, const std::vector<int64_t>& counts) {
-  const int n = options.world_size;
-  std::vector<std::vector<std::vector<double>>> times(counts.size(),
-                                                      std::vector<std::vector<double>>(static_cast<size_t>(n)));
-  dist::launch(n,
+// Times every size of one collective in one launch (no thread start-up per size). Filled in
+// by rank 0 (under mpirun: in rank 0's process only).
+std::vector<Row> measure(const Options& options, int n, const std::string& collective,
+                         const std::vector<int64_t>& counts) {
+  std::vector<double> seconds(counts.size(), 0.0);
+  dist::launch(launch_size(options),
                [&](int rank, dist::ProcessGroup& group) {
                  settle(group);
                  for (size_t s = 0; s < counts.size(); ++s) {
                    Buffers buffers = make_buffers(collective, counts[s], n, options.dtype);
                    for (int i = 0; i < options.warmup; ++i) run_once(collective, group, buffers, options.op);
-                   std::vector<double>& mine = times[s][static_cast<size_t>(rank)];
+                   std::vector<double> mine;
                    for (int i = 0; i < options.iters; ++i) {
                      group.barrier();
                      auto start = Clock::now();
                      run_once(collective, group, buffers, options.op);
                      mine.push_back(std::chrono::duration<double>(Clock::now() - start).count());
                    }
+                   const double slowest = slowest_rank_median(group, mine);
+                   if (rank == 0) seconds[s] = slowest;
                  }
                },
                {.backend = options.backend});
   std::vector<Row> rows;
   for (size_t s = 0; s < counts.size(); ++s) {
-    rows.push_back({counts[s] * px::dtype_size(options.dtype), counts[s], slowest_rank_median(times[s])});
+    rows.push_back({counts[s] * px::dtype_size(options.dtype), counts[s], seconds[s]});
   }
   return rows;
 }
 
-void print_rows(const Options& options, const std::string& collective, const std::vector<Row>& rows) {
+void print_rows(const Options& options, int n, const std::string& collective, const std::vector<Row>& rows) {
   const bool reduces = collective == "all_reduce" || collective == "reduce_scatter";
-  std::printf("\n# %s, %d ranks\n", collective.c_str(), options.world_size);
+  std::printf("\n# %s, %d ranks\n", collective.c_str(), n);
   std::printf("# %12s %12s %6s %6s %11s %9s %9s\n", "size (B)", "count", "type", "redop", "time (us)", "algbw",
               "busbw");
   for (const Row& row : rows) {
@@ -258,7 +271,7 @@ void print_rows(const Options& options, const std::string& collective, const std
     std::printf("  %12lld %12lld %6s %6s %11.2f %9.2f %9.2f\n", static_cast<long long>(row.bytes),
                 static_cast<long long>(row.count), std::string(px::dtype_name(options.dtype)).c_str(),
                 reduces ? px::reduce_op_name(options.op).c_str() : "none", row.seconds * 1e6, algbw,
-                algbw * bus_factor(collective, options.world_size));
+                algbw * bus_factor(collective, n));
   }
 }
 
@@ -274,34 +287,42 @@ double memcpy_one_thread(int iters) {
   return static_cast<double>(kMemcpyBytes) / median(seconds) / 1e9;
 }
 
-// The same on every rank's thread at once: bytes copied per second by each (slowest rank).
-double memcpy_every_rank(const Options& options) {
-  std::vector<std::vector<double>> times(static_cast<size_t>(options.world_size));
-  dist::launch(
-      options.world_size,
-      [&](int rank, dist::ProcessGroup& group) {
-        std::vector<char> source(kMemcpyBytes, 1), target(kMemcpyBytes, 0);
-        for (int i = 0; i < options.iters + 3; ++i) {
-          group.barrier();
-          auto start = Clock::now();
-          std::memcpy(target.data(), source.data(), kMemcpyBytes);
-          if (i >= 3) {
-            times[static_cast<size_t>(rank)].push_back(std::chrono::duration<double>(Clock::now() - start).count());
-          }
-        }
-      },
-      {.backend = options.backend});
-  return static_cast<double>(kMemcpyBytes) / slowest_rank_median(times) / 1e9;
+// The same on every rank at once: bytes copied per second by each (slowest rank). Also
+// reports, through `n` and `prints`, the world size and whether this process is rank 0's.
+double memcpy_every_rank(const Options& options, int& n, bool& prints) {
+  double seconds = 0;
+  dist::launch(launch_size(options),
+               [&](int rank, dist::ProcessGroup& group) {
+                 std::vector<char> source(kMemcpyBytes, 1), target(kMemcpyBytes, 0);
+                 std::vector<double> mine;
+                 for (int i = 0; i < options.iters + 3; ++i) {
+                   group.barrier();
+                   auto start = Clock::now();
+                   std::memcpy(target.data(), source.data(), kMemcpyBytes);
+                   if (i >= 3) mine.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+                 }
+                 const double slowest = slowest_rank_median(group, mine);
+                 if (rank == 0) {
+                   seconds = slowest;
+                   n = group.size();
+                   prints = true;
+                 }
+                 if (group.backend() == "mpi") n = group.size();  // one rank per process: every process needs it
+               },
+               {.backend = options.backend});
+  return static_cast<double>(kMemcpyBytes) / seconds / 1e9;
 }
 
 int run(const Options& options) {
-  const int n = options.world_size;
+  const double copy_one = memcpy_one_thread(std::max(options.iters, 20));
+  int n = 0;
+  bool prints = false;  // under mpirun, only rank 0's process prints
+  const double copy_all = memcpy_every_rank(options, n, prints);
+  if (!prints && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
   std::printf("# collectives_bench: world size %d, backend %s, dtype %s, %d iterations after %d warm-up\n", n,
               dist::backend_name(dist::resolve_backend(options.backend)).c_str(),
               std::string(px::dtype_name(options.dtype)).c_str(), options.iters, options.warmup);
   std::printf("# time: median over iterations of the slowest rank; GB/s = 1e9 B/s; busbw as nccl-tests\n");
-  const double copy_one = memcpy_one_thread(std::max(options.iters, 20));
-  const double copy_all = memcpy_every_rank(options);
   std::printf("# memcpy 16 MiB, 1 thread: %.2f GB/s copied (%.2f GB/s read + written)\n", copy_one, 2 * copy_one);
   std::printf("# memcpy 16 MiB, on each of %d ranks at once: %.2f GB/s copied per rank (%.2f read + written)\n", n,
               copy_all, 2 * copy_all);
@@ -310,8 +331,8 @@ int run(const Options& options) {
   std::vector<Row> all_reduce_large;  // >= 16 MiB
   for (const std::string& collective : kCollectives) {
     if (options.collective != "all" && options.collective != collective) continue;
-    std::vector<Row> rows = measure(options, collective, sizes_for(options, collective, n));
-    print_rows(options, collective, rows);
+    std::vector<Row> rows = measure(options, n, collective, sizes_for(options, collective, n));
+    print_rows(options, n, collective, rows);
     for (const Row& row : rows) {
       if (collective != "all_reduce" || row.bytes < kMemcpyBytes) continue;
       if (row.bytes == kMemcpyBytes) all_reduce_16m = row.seconds;
@@ -319,7 +340,7 @@ int run(const Options& options) {
     }
   }
   if (all_reduce_16m < 0) {  // not in the sweep: measure it alone
-    all_reduce_16m = measure(options, "all_reduce", {kMemcpyBytes / px::dtype_size(options.dtype)}).front().seconds;
+    all_reduce_16m = measure(options, n, "all_reduce", {kMemcpyBytes / px::dtype_size(options.dtype)}).front().seconds;
   }
   auto busbw = [&](double bytes, double seconds) { return bytes / seconds / 1e9 * bus_factor("all_reduce", n); };
   const double reference = std::max(copy_one, copy_all);

@@ -14,6 +14,8 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   pkg-config
+  libopenmpi-dev
+  openmpi-bin
 )
 
 is_installed() {

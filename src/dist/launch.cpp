@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "dist/mpi_process_group.h"
 #include "dist/threads_process_group.h"
 #include "dist/threads_world.h"
 #include "parallax/core/error.h"
@@ -23,16 +24,6 @@ std::string describe(const std::exception_ptr& error) {
   } catch (...) {
     return "an exception not derived from std::exception";
   }
-}
-
-// Why launch() was asked for MPI, for the error that says it is not built.
-std::string mpi_reason(Backend requested) {
-  if (requested == Backend::Mpi) return "requested by LaunchOptions::backend";
-  if (const char* forced = std::getenv("PARALLAX_BACKEND"); forced != nullptr && *forced != '\0') {
-    return "selected by PARALLAX_BACKEND=" + std::string(forced);
-  }
-  return "selected because OMPI_COMM_WORLD_SIZE is set (started by mpirun); set PARALLAX_BACKEND=threads to run "
-         "the ranks as threads";
 }
 
 void launch_threads(int world_size, const std::function<void(int rank, ProcessGroup& group)>& fn) {
@@ -86,7 +77,7 @@ std::string backend_name(Backend backend) {
   return "unknown";
 }
 
-// The one place that picks a backend; the MPI backend plugs in here and in launch().
+// The one place that picks a backend.
 Backend resolve_backend(Backend requested) {
   if (requested != Backend::Auto) return requested;
   if (const char* forced = std::getenv("PARALLAX_BACKEND"); forced != nullptr && *forced != '\0') {
@@ -104,7 +95,7 @@ void launch(int world_size, const std::function<void(int rank, ProcessGroup& gro
     case Backend::Threads:
       return launch_threads(world_size, fn);
     case Backend::Mpi:
-      throw UnsupportedOp("the mpi backend is not built in this version (" + mpi_reason(options.backend) + ")");
+      return mpi::launch_mpi(world_size, fn);
     case Backend::Auto:
       break;
   }

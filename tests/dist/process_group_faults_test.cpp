@@ -477,14 +477,7 @@ TEST(Launch, AutoPicksThreadsUnlessTheEnvironmentSaysMpi) {
     ScopedEnv backend("PARALLAX_BACKEND", nullptr), ompi("OMPI_COMM_WORLD_SIZE", "4");
     EXPECT_EQ(resolve_backend(Backend::Auto), Backend::Mpi);
     EXPECT_EQ(resolve_backend(Backend::Threads), Backend::Threads);
-    try {
-      launch(4, noop);
-      ADD_FAILURE() << "launch ran without an mpi backend";
-    } catch (const UnsupportedOp& error) {
-      EXPECT_EQ(std::string(error.what()),
-                "UnsupportedOp: the mpi backend is not built in this version (selected because OMPI_COMM_WORLD_SIZE "
-                "is set (started by mpirun); set PARALLAX_BACKEND=threads to run the ranks as threads)");
-    }
+    // launch() on the mpi backend needs a real mpirun job: tests/mpi runs it there.
     EXPECT_NO_THROW(launch(2, noop, {.backend = Backend::Threads}));
   }
   {
@@ -494,14 +487,12 @@ TEST(Launch, AutoPicksThreadsUnlessTheEnvironmentSaysMpi) {
   {
     ScopedEnv backend("PARALLAX_BACKEND", "mpi"), ompi("OMPI_COMM_WORLD_SIZE", nullptr);
     EXPECT_EQ(resolve_backend(Backend::Auto), Backend::Mpi);
-    EXPECT_THROW(launch(2, noop), UnsupportedOp);
   }
   {
     ScopedEnv backend("PARALLAX_BACKEND", "nccl");
     expect_value_error([] { resolve_backend(Backend::Auto); },
                        "PARALLAX_BACKEND=nccl: expected \"threads\" or \"mpi\"");
   }
-  EXPECT_THROW(launch(2, noop, {.backend = Backend::Mpi}), UnsupportedOp);
   EXPECT_EQ(backend_name(Backend::Auto), "auto");
   EXPECT_EQ(backend_name(Backend::Threads), "threads");
   EXPECT_EQ(backend_name(Backend::Mpi), "mpi");

@@ -11,7 +11,9 @@
 //
 // Failure: if any rank of a job fails (throws out of its function, or calls
 // abort()), every collective pending on the other ranks, and every later one,
-// raises CommError naming the failed rank and the collective: never a hang.
+// raises CommError naming the failed rank and the collective: never a hang. On the mpi
+// backend, where a peer's pending collective cannot be made to return, the failing rank ends
+// the whole job instead (MPI_Abort: the job exits non-zero, the failing rank named on stderr).
 //
 // Backends: `threads` (the embedded default: N ranks as threads of this
 // process, collectives through shared memory) and `mpi` (Open MPI, one rank per
@@ -85,7 +87,9 @@ struct LaunchOptions {
 // world_size threads; MPI backend: this process's rank (world_size must equal the MPI job's
 // size, or be 0 for "whatever mpirun started"). If any rank throws, every other rank's pending
 // and later collectives fail with CommError, and launch rethrows the first error (by rank
-// order among the ranks that failed first).
+// order among the ranks that failed first). MPI backend: a rank whose fn throws prints
+// "parallax: rank R failed: <what>" and ends the job (see Failure above). launch initializes
+// MPI if nobody has (and then finalizes it at exit), so it can be called again in a process.
 void launch(int world_size, const std::function<void(int rank, ProcessGroup& group)>& fn, LaunchOptions options = {});
 
 }  // namespace px::dist
