@@ -103,6 +103,33 @@ void check_rank(int rank, int size, const std::string& where, std::string_view r
                    std::to_string(size) + " ranks");
 }
 
+std::byte* bytes_of(const Tensor& tensor) { return static_cast<std::byte*>(tensor.raw_data()); }
+
+void check_reduce_op(DType dtype, ReduceOp op, const std::string& where) {
+  if (dtype == DType::Bool && op == ReduceOp::Avg) {
+    throw ValueError(where + ": avg is not defined on bool (sum or max give \"any\", min gives \"all\")");
+  }
+}
+
+void check_chunked(const Tensor& whole, std::string_view whole_role, const Tensor& part, std::string_view part_role,
+                   int64_t group_size, const std::string& where) {
+  if (whole.numel() == group_size * part.numel()) return;
+  throw ValueError(where + ": the " + std::string(whole_role) + " has " + std::to_string(whole.numel()) +
+                   " elements but must have size() * " + std::string(part_role) +
+                   " elements = " + std::to_string(group_size) + " * " + std::to_string(part.numel()) + " = " +
+                   std::to_string(group_size * part.numel()));
+}
+
+std::string describe_exception(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+
 bool overlaps(const Tensor& a, const Tensor& b) {
   if (a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
   auto begin_a = static_cast<const std::byte*>(a.raw_data());

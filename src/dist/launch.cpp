@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "dist/collective_checks.h"
 #include "dist/mpi_process_group.h"
 #include "dist/threads_process_group.h"
 #include "dist/threads_world.h"
@@ -15,16 +16,6 @@
 
 namespace px::dist {
 namespace {
-
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception not derived from std::exception";
-  }
-}
 
 void launch_threads(int world_size, const std::function<void(int rank, ProcessGroup& group)>& fn) {
   if (world_size < 1) {
@@ -44,7 +35,7 @@ void launch_threads(int world_size, const std::function<void(int rank, ProcessGr
       fn(rank, *groups[static_cast<size_t>(rank)]);
     } catch (...) {
       std::exception_ptr error = std::current_exception();
-      world->fail(rank, describe(error), error);
+      world->fail(rank, threads::describe_exception(error), error);
     }
     world->mark_finished(rank);
   };
@@ -55,7 +46,7 @@ void launch_threads(int world_size, const std::function<void(int rank, ProcessGr
       threads.emplace_back(run_rank, r);
     } catch (...) {
       std::exception_ptr error = std::current_exception();
-      world->fail(r, "its thread could not be started: " + describe(error), error);
+      world->fail(r, "its thread could not be started: " + threads::describe_exception(error), error);
       break;
     }
   }

@@ -9,21 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "dist/collective_checks.h"
 #include "dist/mpi_process_group.h"
 #include "parallax/core/error.h"
 
 namespace px::dist::mpi {
 namespace {
-
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception not derived from std::exception";
-  }
-}
 
 void finalize_at_exit() {
   int finalized = 0;
@@ -81,7 +72,8 @@ void launch_mpi(int world_size, const std::function<void(int rank, ProcessGroup&
     // The other ranks may be waiting in a collective that this rank will never enter: ending
     // the job is the only way not to hang them.
     std::fflush(stdout);
-    std::fprintf(stderr, "parallax: rank %d failed: %s\n", rank, describe(std::current_exception()).c_str());
+    std::fprintf(stderr, "parallax: rank %d failed: %s\n", rank,
+                 threads::describe_exception(std::current_exception()).c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 2);
     std::_Exit(2);

@@ -15,12 +15,13 @@
 namespace px::dist::mpi {
 namespace {
 
+using threads::bytes_of;
 using threads::check_buffer;
+using threads::check_chunked;
 using threads::check_rank;
+using threads::check_reduce_op;
 using threads::check_same_dtype;
 using threads::overlaps;
-
-std::byte* bytes_of(const Tensor& tensor) { return static_cast<std::byte*>(tensor.raw_data()); }
 
 // The wire type of each dtype. bfloat16 travels as its 16 bits; reductions stage it in float32.
 MPI_Datatype wire_type(DType dtype) {
@@ -53,12 +54,6 @@ MPI_Op mpi_op(DType dtype, ReduceOp op) {
       return MPI_MIN;
   }
   return MPI_SUM;
-}
-
-void check_reduce_op(DType dtype, ReduceOp op, const std::string& where) {
-  if (dtype == DType::Bool && op == ReduceOp::Avg) {
-    throw ValueError(where + ": avg is not defined on bool (sum or max give \"any\", min gives \"all\")");
-  }
 }
 
 // MPI counts are ints.
@@ -188,11 +183,7 @@ void MpiProcessGroup::all_gather(const Tensor& input, const Tensor& output) {
   check_buffer(output, at, "output");
   check_same_dtype(input, output, at);
   const int64_t n = size_;
-  if (output.numel() != n * input.numel()) {
-    throw ValueError(at + ": the output has " + std::to_string(output.numel()) +
-                     " elements but must have size() * input elements = " + std::to_string(n) + " * " +
-                     std::to_string(input.numel()) + " = " + std::to_string(n * input.numel()));
-  }
+  check_chunked(output, "output", input, "input", n, at);
   const int count = to_count(input.numel(), at, "input");
   to_count(output.numel(), at, "output");
   const int64_t nbytes = input.numel() * dtype_size(input.dtype());
@@ -213,11 +204,7 @@ void MpiProcessGroup::reduce_scatter(const Tensor& input, const Tensor& output, 
   check_same_dtype(input, output, at);
   check_reduce_op(input.dtype(), op, at);
   const int64_t n = size_;
-  if (input.numel() != n * output.numel()) {
-    throw ValueError(at + ": the input has " + std::to_string(input.numel()) +
-                     " elements but must have size() * output elements = " + std::to_string(n) + " * " +
-                     std::to_string(output.numel()) + " = " + std::to_string(n * output.numel()));
-  }
+  check_chunked(input, "input", output, "output", n, at);
   to_count(input.numel(), at, "input");
   const int count = to_count(output.numel(), at, "output");
   const DType dtype = input.dtype();

@@ -40,14 +40,6 @@ Slot buffer_slot(CollectiveKind kind, DType dtype, int64_t count, const std::byt
   return slot;
 }
 
-std::byte* bytes_of(const Tensor& tensor) { return static_cast<std::byte*>(tensor.raw_data()); }
-
-void check_reduce_op(DType dtype, ReduceOp op, const std::string& where) {
-  if (dtype == DType::Bool && op == ReduceOp::Avg) {
-    throw ValueError(where + ": avg is not defined on bool (sum or max give \"any\", min gives \"all\")");
-  }
-}
-
 }  // namespace
 
 ThreadsProcessGroup::ThreadsProcessGroup(std::shared_ptr<GroupState> state, int rank)
@@ -109,11 +101,7 @@ void ThreadsProcessGroup::all_gather(const Tensor& input, const Tensor& output) 
   check_buffer(output, at, "output");
   check_same_dtype(input, output, at);
   const int n = size();
-  if (output.numel() != n * input.numel()) {
-    throw ValueError(at + ": the output has " + std::to_string(output.numel()) +
-                     " elements but must have size() * input elements = " + std::to_string(n) + " * " +
-                     std::to_string(input.numel()) + " = " + std::to_string(n * input.numel()));
-  }
+  check_chunked(output, "output", input, "input", n, at);
   const int64_t nbytes = input.numel() * dtype_size(input.dtype());
   const std::byte* source = bytes_of(input);
   if (overlaps(input, output) && source != bytes_of(output) + rank_ * nbytes) {
@@ -138,11 +126,7 @@ void ThreadsProcessGroup::reduce_scatter(const Tensor& input, const Tensor& outp
   check_same_dtype(input, output, at);
   check_reduce_op(input.dtype(), op, at);
   const int n = size();
-  if (input.numel() != n * output.numel()) {
-    throw ValueError(at + ": the input has " + std::to_string(input.numel()) +
-                     " elements but must have size() * output elements = " + std::to_string(n) + " * " +
-                     std::to_string(output.numel()) + " = " + std::to_string(n * output.numel()));
-  }
+  check_chunked(input, "input", output, "output", n, at);
   const int64_t nbytes = output.numel() * dtype_size(output.dtype());
   std::byte* target = bytes_of(output);
   if (overlaps(input, output) && target != bytes_of(input) + rank_ * nbytes) {
