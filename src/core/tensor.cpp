@@ -135,6 +135,7 @@ int64_t Tensor::offset() const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no element is out of place (PyTorch agrees)
   const Shape& dims = shape();
   const Strides& steps = strides();
   int64_t expected = 1;

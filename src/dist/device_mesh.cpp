@@ -6,6 +6,7 @@
 
 #include "parallax/core/error.h"
 #include "parallax/core/shape.h"
+#include "parallax/dist/comm_ops.h"
 #include "parallax/dist/process_group.h"
 
 namespace px::dist {
@@ -184,8 +185,13 @@ MeshGroups::MeshGroups(DeviceMesh mesh, ProcessGroup& world) : mesh_(std::move(m
     }
     PX_ASSERT(mine != nullptr);
     groups_.push_back(std::move(mine));
+    group_ranks_.push_back(mesh_.group_ranks(dim, world.rank()));
   }
+  for (int rank = 0; rank < world.size(); ++rank) world_ranks_.push_back(rank);
+  detail::bind_mesh_groups(this);
 }
+
+MeshGroups::~MeshGroups() { detail::unbind_mesh_groups(this); }
 
 int MeshGroups::rank() const { return world_->rank(); }
 

@@ -1,4 +1,5 @@
 #include "ops/defs/defs.h"
+#include "parallax/dist/comm_ops.h"
 
 namespace px {
 
@@ -9,6 +10,7 @@ void register_builtin_ops(Registry& registry) {
   defs::register_nn_ops(registry);
   defs::register_shape_ops(registry);
   defs::register_factory_ops(registry);
+  dist::register_collective_ops(registry);
 }
 
 }  // namespace px

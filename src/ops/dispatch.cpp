@@ -21,11 +21,7 @@ InterceptorStack& interceptor_stack() {
   return stack;
 }
 
-class SuspendInterceptors {
- public:
-  SuspendInterceptors() { ++interceptor_stack().suspended; }
-  ~SuspendInterceptors() { --interceptor_stack().suspended; }
-};
+using SuspendInterceptors = SuspendInterceptScope;
 
 std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
   std::vector<TensorMeta> metas;
@@ -110,6 +106,9 @@ std::vector<Tensor> run_below_interceptors(const OpDef& op, const std::vector<Te
 }
 
 }  // namespace
+
+SuspendInterceptScope::SuspendInterceptScope() { ++interceptor_stack().suspended; }
+SuspendInterceptScope::~SuspendInterceptScope() { --interceptor_stack().suspended; }
 
 InterceptScope::InterceptScope(DispatchInterceptor& interceptor) { interceptor_stack().scopes.push_back(&interceptor); }
 

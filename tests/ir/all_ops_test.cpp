@@ -41,6 +41,8 @@ TEST(AllOps, SamplesCoverEveryRegisteredOp) {
   for (const OpSample& sample : px::testing::all_op_samples()) sampled.insert(sample.op);
   std::string missing;
   for (const std::string& name : builtin_registry().names()) {
+    // Collectives need ranks: tests/dist/comm_ops_test.cpp round-trips them.
+    if (builtin_registry().get(name).traits.collective) continue;
     if (!sampled.count(name)) missing += " " + name;
   }
   EXPECT_TRUE(missing.empty()) << "ops without a sample, so without an IR round-trip test:" << missing;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dist/collectives_test_util.h"
+#include "mpi/mpi_test_main.h"
 #include "parallax/core/error.h"
 #include "parallax/core/tensor.h"
 #include "parallax/dist/process_group.h"
@@ -331,33 +332,7 @@ TEST(MpiErrors, BadArgumentsRaiseValueErrorOnTheCallingRank) {
   });
 }
 
-// Failures only, each with the world rank, for every rank but 0.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& result) override {
-    if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, result.file_name() ? result.file_name() : "?",
-                 result.line_number(), result.summary());
-  }
-
- private:
-  int rank_;
-};
-
 }  // namespace
 }  // namespace px::dist
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  // Every rank must run the tests in the same order (scripts/test.sh sets GTEST_SHUFFLE=1).
-  GTEST_FLAG_SET(shuffle, false);
-  GTEST_FLAG_SET(repeat, 1);
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (rank != nullptr && std::atoi(rank) != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new px::dist::FailurePrinter(std::atoi(rank)));
-  }
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return px::testing::run_all_tests_under_mpi(argc, argv); }

@@ -213,7 +213,7 @@ TreeFunction tree_function(Callable callable) {
 template <class F, class... Args>
 CapturedProgram capture(F&& module_or_callable, const std::tuple<Args...>& example_inputs,
                         CaptureOptions options = {}) {
-  using Fn = std::remove_cvref_t<F>;
+  using Fn = std::decay_t<F>;  // a plain function decays to a function pointer
   if constexpr (std::is_base_of_v<nn::Module, Fn>) {
     static_assert(std::is_lvalue_reference_v<F>, "capture a module by reference: the program reads its slots");
     Fn* module = &module_or_callable;

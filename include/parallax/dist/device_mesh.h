@@ -75,10 +75,17 @@ class DeviceMesh {
 // Construction is collective: every rank of `world` builds its MeshGroups with an equal mesh,
 // at the same point of the program, because each sub-group is made with ProcessGroup::split.
 // `world` must outlive this object.
+//
+// While it lives, a MeshGroups also binds `world` and its sub-groups to the thread that built it,
+// so that collective ops (dist/comm_ops.h) run on that thread, eagerly or in a compiled graph,
+// find their groups by rank list. It is neither copied nor moved: hold it in a shared_ptr to share it.
 class MeshGroups {
  public:
   // ValueError when world.size() != mesh.size() or the mesh holds a rank outside [0, world.size()).
   MeshGroups(DeviceMesh mesh, ProcessGroup& world);
+  ~MeshGroups();
+  MeshGroups(const MeshGroups&) = delete;
+  MeshGroups& operator=(const MeshGroups&) = delete;
 
   const DeviceMesh& mesh() const { return mesh_; }
   ProcessGroup& world() const { return *world_; }
@@ -90,12 +97,20 @@ class MeshGroups {
   ProcessGroup& group(int64_t dim) const;
   ProcessGroup& group(std::string_view dim_name) const { return group(mesh_.dim_index(dim_name)); }
   std::shared_ptr<ProcessGroup> group_ptr(int64_t dim) const;
+  // The world ranks of this rank's sub-group of `dim`, in group order.
+  const std::vector<int>& group_ranks(int64_t dim) const {
+    return group_ranks_[static_cast<size_t>(mesh_.normalize_dim(dim))];
+  }
+  // Every rank of `world`: 0 .. world.size() - 1.
+  const std::vector<int>& world_ranks() const { return world_ranks_; }
 
  private:
   DeviceMesh mesh_;
   ProcessGroup* world_;
   std::vector<int64_t> coordinate_;
   std::vector<std::shared_ptr<ProcessGroup>> groups_;  // one per mesh dim
+  std::vector<std::vector<int>> group_ranks_;          // one per mesh dim
+  std::vector<int> world_ranks_;
 };
 
 }  // namespace px::dist

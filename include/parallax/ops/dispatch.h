@@ -32,6 +32,16 @@ class InterceptScope {
   InterceptScope& operator=(const InterceptScope&) = delete;
 };
 
+// Hides this thread's interceptors while it lives (RAII): for shape-only work on meta tensors
+// that must not be recorded into an active trace (checking a sharding strategy, say).
+class SuspendInterceptScope {
+ public:
+  SuspendInterceptScope();
+  ~SuspendInterceptScope();
+  SuspendInterceptScope(const SuspendInterceptScope&) = delete;
+  SuspendInterceptScope& operator=(const SuspendInterceptScope&) = delete;
+};
+
 struct CallOptions {
   bool meta = false;  // produce meta outputs even with no meta inputs (factories on meta)
 };

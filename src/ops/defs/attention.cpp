@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "ops/defs/nn_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/linalg.h"
@@ -69,25 +70,61 @@ double effective_scale(const Tensor& q, const Attrs& attrs) {
 
 Tensor transpose_last(const Tensor& t) { return t.transpose(-2, -1); }
 
-// bool [tq, tk], true where query i may see key j (j <= i).
-Tensor causal_keep_mask(int64_t tq, int64_t tk) {
+// bool [tq, tk], true where query i may see key j (j <= i), for queries numbered from
+// `first_query` (a rank holding a block of the queries numbers them globally).
+Tensor causal_keep_mask(int64_t tq, int64_t tk, int64_t first_query = 0) {
   Tensor keys = arange(static_cast<double>(tk)).reshape({1, tk});
-  Tensor queries = arange(static_cast<double>(tq)).reshape({tq, 1});
+  Tensor queries = arange(static_cast<double>(first_query), static_cast<double>(first_query + tq)).reshape({tq, 1});
   return le(keys, queries);
 }
 
 // softmax(q kᵀ * scale), with masked scores at -inf.
-Tensor attention_probs(const Tensor& q, const Tensor& k, const Attrs& attrs) {
+Tensor attention_probs(const Tensor& q, const Tensor& k, const Attrs& attrs, int64_t first_query = 0) {
   Tensor scores = matmul(q, transpose_last(k)) * effective_scale(q, attrs);
   if (attrs.get_bool("causal")) {
     Tensor hidden = full({}, -std::numeric_limits<double>::infinity(), scores.dtype());
-    scores = where(causal_keep_mask(q.size(-2), k.size(-2)), scores, hidden);
+    scores = where(causal_keep_mask(q.size(-2), k.size(-2), first_query), scores, hidden);
   }
   return softmax(scores, -1);
 }
 
 std::vector<Tensor> run_attention(const std::vector<Tensor>& inputs, const Attrs& attrs) {
   return {matmul(attention_probs(inputs[0], inputs[1], attrs), inputs[2])};
+}
+
+// One mesh dim of attention. A batch dim splits q, k and v alike (an input broadcasting it, or
+// lacking it, stays whole); the queries split with k and v whole, each query row reading all
+// keys (under a causal mask, attention_local numbers the block's queries globally); v's value
+// dim splits the output's; the output is linear in v.
+std::vector<ShardingStrategy> attention_rule(const std::vector<TensorMeta>& in, const Attrs&) {
+  AttentionDims dims = attention_dims(in);
+  auto batch_rank = static_cast<int64_t>(dims.batch.size());
+  StrategyList list(3, 1);
+  for (int64_t i = 0; i < batch_rank; ++i) {
+    std::vector<Placement> inputs;
+    bool any = false;
+    for (const TensorMeta& meta : in) {
+      inputs.push_back(batch_operand_placement(meta, meta.ndim() - 2, batch_rank, i, dims.batch[i]));
+      any = any || inputs.back() != rep();
+    }
+    if (any) list.add(std::move(inputs), {shard(i)});
+  }
+  list.add({shard(in[0].ndim() - 2), rep(), rep()}, {shard(batch_rank)});
+  list.add({rep(), rep(), shard(in[2].ndim() - 1)}, {shard(batch_rank + 1)});
+  for (ReduceOp op : kLinearReduces) list.add({rep(), rep(), partial(op)}, {partial(op)});
+  return list.take();
+}
+
+// Only a causal call with split queries differs from the op on the local blocks.
+LocalResult attention_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
+  int64_t query_dim = inputs[0].dim() - 2;
+  if (!attr_bool_or(attrs, "causal", false) || !sharded_on(ctx.input_placements[0], query_dim)) {
+    return {call(std::string(kOp), inputs, attrs), {}};
+  }
+  Attrs filled = attrs;
+  if (!filled.has("scale")) filled.set("scale", 0.0);
+  Tensor probs = attention_probs(inputs[0], inputs[1], filled, ctx.input_offsets[0][query_dim]);
+  return {{matmul(probs, inputs[2])}, {}};
 }
 
 // With P = softmax(S), S = q kᵀ * scale, out = P v:
@@ -126,6 +163,9 @@ OpDef def_scaled_dot_product_attention() {
   def.kernel = run_attention;
   def.vjp = vjp_attention;
   def.cost = cost_attention;
+  def.sharding = attention_rule;
+  def.local = attention_local;
+  def.traits.matmul_like = true;
   return def;
 }
 

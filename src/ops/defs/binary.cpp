@@ -1,6 +1,7 @@
 // add, sub, mul, div, maximum, minimum: tensor-tensor arithmetic with broadcasting.
 #include "ops/defs/common.h"
 #include "ops/defs/elementwise.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/kernels/elementwise.h"
 #include "parallax/ops/elementwise.h"
 
@@ -12,8 +13,36 @@ using kernels::BinaryOp;
 
 std::vector<Tensor> no_grads() { return {Tensor(), Tensor()}; }
 
+// Binary partial strategies: the inputs' placements and the output's.
+ShardingStrategy partial2(Placement a, Placement b, ReduceOp out) { return {{a, b}, {Partial{out}}}; }
+
+// Linear in both inputs together (add, sub): sum_r (a_r +- b_r) = a +- b, and likewise for averages.
+std::vector<ShardingStrategy> additive_partials() {
+  return {partial2(Partial{ReduceOp::Sum}, Partial{ReduceOp::Sum}, ReduceOp::Sum),
+          partial2(Partial{ReduceOp::Avg}, Partial{ReduceOp::Avg}, ReduceOp::Avg)};
+}
+
+// Linear in each input alone (mul): a partial times a replicated factor.
+std::vector<ShardingStrategy> multiplicative_partials() {
+  std::vector<ShardingStrategy> strategies;
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+    strategies.push_back(partial2(Partial{op}, Replicate{}, op));
+    strategies.push_back(partial2(Replicate{}, Partial{op}, op));
+  }
+  return strategies;
+}
+
+// Linear in the numerator only.
+std::vector<ShardingStrategy> division_partials() {
+  return {partial2(Partial{ReduceOp::Sum}, Replicate{}, ReduceOp::Sum),
+          partial2(Partial{ReduceOp::Avg}, Replicate{}, ReduceOp::Avg)};
+}
+
+// max(a, b) over the parts of both is the max of both maxima (and likewise for min).
+std::vector<ShardingStrategy> extreme_partials(ReduceOp op) { return {partial2(Partial{op}, Partial{op}, op)}; }
+
 // One binary op: equal dtypes (floating only for div), NumPy broadcasting, a contiguous output.
-OpDef binary_def(std::string name, BinaryOp op, bool floating_only, VjpFn vjp) {
+OpDef binary_def(std::string name, BinaryOp op, bool floating_only, VjpFn vjp, std::vector<ShardingStrategy> partials) {
   OpDef def;
   def.name = name;
   def.inputs = {{"a"}, {"b"}};
@@ -39,6 +68,7 @@ OpDef binary_def(std::string name, BinaryOp op, bool floating_only, VjpFn vjp) {
   };
   def.vjp = std::move(vjp);
   def.cost = flops_per_element(1);
+  def.sharding = pointwise_rule(name, std::move(partials));
   def.traits.elementwise = true;
   return def;
 }
@@ -84,17 +114,21 @@ std::vector<Tensor> vjp_select(const VjpContext& ctx, bool is_max) {
 
 }  // namespace
 
-OpDef def_add() { return binary_def("add", BinaryOp::Add, false, vjp_add); }
-OpDef def_sub() { return binary_def("sub", BinaryOp::Sub, false, vjp_sub); }
-OpDef def_mul() { return binary_def("mul", BinaryOp::Mul, false, vjp_mul); }
-OpDef def_div() { return binary_def("div", BinaryOp::Div, true, vjp_div); }
+OpDef def_add() { return binary_def("add", BinaryOp::Add, false, vjp_add, additive_partials()); }
+OpDef def_sub() { return binary_def("sub", BinaryOp::Sub, false, vjp_sub, additive_partials()); }
+OpDef def_mul() { return binary_def("mul", BinaryOp::Mul, false, vjp_mul, multiplicative_partials()); }
+OpDef def_div() { return binary_def("div", BinaryOp::Div, true, vjp_div, division_partials()); }
 
 OpDef def_maximum() {
-  return binary_def("maximum", BinaryOp::Maximum, false, [](const VjpContext& ctx) { return vjp_select(ctx, true); });
+  return binary_def(
+      "maximum", BinaryOp::Maximum, false, [](const VjpContext& ctx) { return vjp_select(ctx, true); },
+      extreme_partials(ReduceOp::Max));
 }
 
 OpDef def_minimum() {
-  return binary_def("minimum", BinaryOp::Minimum, false, [](const VjpContext& ctx) { return vjp_select(ctx, false); });
+  return binary_def(
+      "minimum", BinaryOp::Minimum, false, [](const VjpContext& ctx) { return vjp_select(ctx, false); },
+      extreme_partials(ReduceOp::Min));
 }
 
 }  // namespace px::defs

@@ -6,6 +6,7 @@
 
 #include "ops/defs/common.h"
 #include "ops/defs/elementwise.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/kernels/elementwise.h"
 #include "parallax/ops/elementwise.h"
 
@@ -31,8 +32,40 @@ void check_scalar_dtype(const std::string& op, const TensorMeta& x, double scala
   }
 }
 
-// `attr` names the scalar: "scalar", or "exponent" for pow.
-OpDef scalar_def(std::string name, ScalarOp op, std::string attr, bool integer_ok, double flops, VjpFn vjp) {
+constexpr ReduceOp kSum = ReduceOp::Sum, kAvg = ReduceOp::Avg, kMax = ReduceOp::Max, kMin = ReduceOp::Min;
+
+// x + c, x - c: averages, maxima and minima shift with x (a sum would add c once per part).
+std::vector<ShardingStrategy> shift_partials(const std::vector<TensorMeta>&, const Attrs&) {
+  return unary_partials({{kAvg, kAvg}, {kMax, kMax}, {kMin, kMin}});
+}
+
+// c - x: averages follow x, the largest x gives the smallest result.
+std::vector<ShardingStrategy> reflect_partials(const std::vector<TensorMeta>&, const Attrs&) {
+  return unary_partials({{kAvg, kAvg}, {kMax, kMin}, {kMin, kMax}});
+}
+
+// x * k for a finite k (x / c is x * (1/c) with c nonzero): linear, and monotone in the sign of k.
+// An infinite k or a zero divisor turns parts of mixed signs into inf - inf.
+std::vector<ShardingStrategy> scale_partials(double factor_sign, bool exact) {
+  if (!exact) return {};
+  std::vector<ShardingStrategy> strategies = unary_partials({{kSum, kSum}, {kAvg, kAvg}});
+  add_all_unique(strategies, monotone_partials(factor_sign >= 0));
+  return strategies;
+}
+
+std::vector<ShardingStrategy> mul_partials(const std::vector<TensorMeta>&, const Attrs& attrs) {
+  double scalar = attrs.get_float("scalar");
+  return scale_partials(scalar, std::isfinite(scalar));
+}
+
+std::vector<ShardingStrategy> div_partials(const std::vector<TensorMeta>&, const Attrs& attrs) {
+  double scalar = attrs.get_float("scalar");
+  return scale_partials(scalar, std::isfinite(scalar) && scalar != 0.0);
+}
+
+// `attr` names the scalar: "scalar", or "exponent" for pow. `partials` may be empty (none pass).
+OpDef scalar_def(std::string name, ScalarOp op, std::string attr, bool integer_ok, double flops, VjpFn vjp,
+                 PartialStrategiesFn partials = {}) {
   OpDef def;
   def.name = name;
   def.inputs = {{"x"}};
@@ -51,6 +84,7 @@ OpDef scalar_def(std::string name, ScalarOp op, std::string attr, bool integer_o
   };
   def.vjp = std::move(vjp);
   def.cost = flops_per_element(flops);
+  def.sharding = pointwise_rule(name, std::move(partials));
   def.traits.elementwise = true;
   return def;
 }
@@ -61,27 +95,29 @@ double scalar_of(const VjpContext& ctx) { return ctx.attrs.get_float("scalar"); 
 
 OpDef def_add_scalar() {
   return scalar_def("add_scalar", ScalarOp::Add, "scalar", true, 1,
-                    single_input_vjp([](const Tensor& g, const VjpContext&) { return g; }));
+                    single_input_vjp([](const Tensor& g, const VjpContext&) { return g; }), shift_partials);
 }
 
 OpDef def_sub_scalar() {
   return scalar_def("sub_scalar", ScalarOp::Sub, "scalar", true, 1,
-                    single_input_vjp([](const Tensor& g, const VjpContext&) { return g; }));
+                    single_input_vjp([](const Tensor& g, const VjpContext&) { return g; }), shift_partials);
 }
 
 OpDef def_rsub_scalar() {
   return scalar_def("rsub_scalar", ScalarOp::RSub, "scalar", true, 1,
-                    single_input_vjp([](const Tensor& g, const VjpContext&) { return neg(g); }));
+                    single_input_vjp([](const Tensor& g, const VjpContext&) { return neg(g); }), reflect_partials);
 }
 
 OpDef def_mul_scalar() {
   return scalar_def("mul_scalar", ScalarOp::Mul, "scalar", true, 1,
-                    single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return mul(g, scalar_of(ctx)); }));
+                    single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return mul(g, scalar_of(ctx)); }),
+                    mul_partials);
 }
 
 OpDef def_div_scalar() {
   return scalar_def("div_scalar", ScalarOp::Div, "scalar", false, 1,
-                    single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return div(g, scalar_of(ctx)); }));
+                    single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return div(g, scalar_of(ctx)); }),
+                    div_partials);
 }
 
 // y = s / x: dy/dx = -s / x^2 = -y / x.

@@ -2,6 +2,7 @@
 // even; to bool is != 0; float to int truncates toward zero).
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -26,6 +27,13 @@ std::vector<Tensor> vjp_cast(const VjpContext& ctx) {
   return {cast(grad, from)};
 }
 
+// Rounding between floating dtypes is monotone, so maxima and minima survive it; a sum of
+// rounded parts is not the rounded sum.
+std::vector<ShardingStrategy> cast_partials(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  if (!is_floating(in[0].dtype) || !is_floating(attrs.get_dtype("dtype"))) return {};
+  return monotone_partials(true);
+}
+
 }  // namespace
 
 OpDef def_cast() {
@@ -36,7 +44,9 @@ OpDef def_cast() {
           .kernel = cast_kernel,
           .vjp = vjp_cast,
           .cost = copy_cost,
-          .sharding = {},
+          .sharding = pointwise_rule("cast", cast_partials),
+          .localize_attrs = {},
+          .local = {},
           .traits = {.elementwise = true, .view = false}};
 }
 

@@ -1,6 +1,7 @@
 // cat: inputs joined along an existing dim into one fresh tensor.
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -38,6 +39,15 @@ std::vector<TensorMeta> infer_cat(const std::vector<TensorMeta>& in, const Attrs
   out.shape[dim] = 0;
   for (const TensorMeta& meta : in) out.shape[dim] += meta.shape[dim];
   return {out};
+}
+
+// Every input split alike on a dim other than the joined one: each rank joins its blocks.
+// Inputs agree outside the cat dim, so their shards line up.
+std::vector<ShardingStrategy> cat_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  int64_t dim = cat_dim(in, attrs);
+  std::vector<int64_t> map(in[0].shape.size());
+  for (int64_t d = 0; d < in[0].ndim(); ++d) map[d] = d == dim ? -1 : d;
+  return data_movement_rule(in.size(), 1, map, in[0].dtype);
 }
 
 std::vector<Tensor> cat_kernel(const std::vector<Tensor>& in, const Attrs& attrs) {
@@ -79,7 +89,9 @@ OpDef def_cat() {
           .kernel = cat_kernel,
           .vjp = vjp_cat,
           .cost = copy_cost,
-          .sharding = {},
+          .sharding = cat_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 

@@ -2,6 +2,7 @@
 // (any dtype, bool included) into a bool tensor. Not differentiable.
 #include "ops/defs/common.h"
 #include "ops/defs/elementwise.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/kernels/elementwise.h"
 
 namespace px::defs {
@@ -30,6 +31,8 @@ OpDef compare_def(std::string name, CompareOp op) {
     return std::vector<Tensor>{out};
   };
   def.cost = flops_per_element(1);
+  // No partials: a comparison of parts says nothing about the comparison of their reduction.
+  def.sharding = pointwise_rule(name);
   def.traits.elementwise = true;
   return def;
 }

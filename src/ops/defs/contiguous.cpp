@@ -3,6 +3,7 @@
 // shape ops share.
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/kernels/copy.h"
 #include "parallax/ops/shape.h"
 
@@ -42,6 +43,13 @@ namespace {
 
 std::vector<TensorMeta> infer_same(const std::vector<TensorMeta>& inputs, const Attrs&) { return {inputs[0]}; }
 
+// A copy: every placement passes unchanged.
+std::vector<ShardingStrategy> identity_rule(const std::vector<TensorMeta>& in, const Attrs&) {
+  std::vector<int64_t> map(in[0].shape.size());
+  for (int64_t d = 0; d < in[0].ndim(); ++d) map[d] = d;
+  return data_movement_rule(1, 1, map, in[0].dtype);
+}
+
 std::vector<Tensor> vjp_identity(const VjpContext& ctx) { return {ctx.grad_outputs[0]}; }
 
 }  // namespace
@@ -58,7 +66,9 @@ OpDef def_contiguous() {
           .vjp = vjp_identity,
           // Charged as a copy: from metas alone we cannot tell, and in a graph it usually follows a permute.
           .cost = copy_cost,
-          .sharding = {},
+          .sharding = identity_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 
@@ -72,7 +82,9 @@ OpDef def_clone() {
           },
           .vjp = vjp_identity,
           .cost = copy_cost,
-          .sharding = {},
+          .sharding = identity_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 

@@ -6,6 +6,7 @@
 #include "parallax/kernels/dropout.h"
 
 #include "ops/defs/nn_defs.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/core/generator.h"
 #include "parallax/ops/nn.h"
 
@@ -43,6 +44,28 @@ OpCost cost_dropout(const std::vector<TensorMeta>& inputs, const std::vector<Ten
   return elementwise_cost(inputs, outputs, 2);
 }
 
+// Element i of the mask is Philox at stream position offset + i (row-major over the logical
+// shape), so a block of whole leading rows is a contiguous run of the global stream: sharding
+// dim 0 is exact once the local offset moves to the block's first element. Other dims would
+// need a strided stream.
+std::vector<ShardingStrategy> sharding_dropout(const std::vector<TensorMeta>& inputs, const Attrs&) {
+  std::vector<int64_t> dims;
+  if (inputs[0].ndim() > 0) dims.push_back(0);
+  return independent_dims_strategies(1, dims);
+}
+
+Attrs localize_dropout(const Attrs& attrs, const LocalContext& ctx) {
+  const TensorMeta& global = ctx.global_inputs[0];
+  if (global.ndim() == 0 || ctx.input_offsets[0][0] == 0) return attrs;
+  auto row_elements = static_cast<uint64_t>(numel(Shape(global.shape.begin() + 1, global.shape.end())));
+  // Unsigned arithmetic: the stream position wraps as the kernel's does.
+  uint64_t offset =
+      static_cast<uint64_t>(attrs.get_int("offset")) + static_cast<uint64_t>(ctx.input_offsets[0][0]) * row_elements;
+  Attrs local = attrs;
+  local.set("offset", static_cast<int64_t>(offset));
+  return local;
+}
+
 }  // namespace
 
 OpDef def_dropout() {
@@ -56,6 +79,8 @@ OpDef def_dropout() {
   def.kernel = run_dropout;
   def.vjp = vjp_dropout;
   def.cost = cost_dropout;
+  def.sharding = sharding_dropout;
+  def.localize_attrs = localize_dropout;
   return def;
 }
 

@@ -4,7 +4,11 @@
 #include "parallax/kernels/embedding.h"
 
 #include "ops/defs/nn_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/elementwise.h"
+#include "parallax/ops/factory.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 namespace defs {
@@ -58,6 +62,55 @@ OpCost cost_embedding(const std::vector<TensorMeta>& inputs, const std::vector<T
   return {0, out_bytes + static_cast<double>(inputs[1].nbytes()), out_bytes};
 }
 
+// ---- embedding's sharding ----
+
+// Indices relative to a block of `rows` table rows starting at `offset`: the shifted indices
+// with those outside the block replaced by 0 (so a lookup stays in range), and the bool mask of
+// the outside ones. Written with ops, so a traced local call records it.
+struct BlockIndices {
+  Tensor safe;
+  Tensor outside;
+};
+
+BlockIndices block_indices(const Tensor& indices, int64_t offset, int64_t rows) {
+  bool meta = indices.is_meta();
+  Tensor shifted = offset == 0 ? indices : indices - full({}, static_cast<double>(offset), DType::Int64, meta);
+  Tensor zero = zeros({}, DType::Int64, meta);
+  // Below the block fails the first test only, above it the second only: they differ exactly outside.
+  Tensor outside = ne(ge(shifted, zero), lt(shifted, full({}, static_cast<double>(rows), DType::Int64, meta)));
+  return {where(outside, zero, shifted), outside};
+}
+
+// Indices split on any of their dims split the output alike; weight columns split the
+// output's last dim; weight rows give each rank the lookups that fall in its rows, valid
+// where the mask is false (MaskPartial); a gather commutes with every partial reduction.
+std::vector<ShardingStrategy> embedding_rule(const std::vector<TensorMeta>& in, const Attrs&) {
+  const TensorMeta& weight = in[0];
+  const TensorMeta& indices = in[1];
+  StrategyList list(2, 1);
+  for (int64_t d = 0; d < indices.ndim(); ++d) list.add({rep(), shard(d)}, {shard(d)});
+  list.add({shard(1), rep()}, {shard(indices.ndim())});
+  list.add({shard(0), rep()}, {MaskPartial{weight.shape[0]}});
+  if (partial_allowed(weight.dtype)) {
+    for (ReduceOp op : kAllReduces) list.add({partial(op), rep()}, {partial(op)});
+  }
+  return list.take();
+}
+
+// Under a row-split weight: look up the indices in this rank's rows and hand back which
+// lookups are not this rank's. The output is not zeroed there: redistribution applies the mask.
+LocalResult embedding_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
+  if (!has_mask_partial(ctx.output_placements[0])) return {call("embedding", inputs, attrs), {}};
+  const Tensor& weight = inputs[0];
+  const Tensor& indices = inputs[1];
+  BlockIndices block = block_indices(indices, ctx.input_offsets[0][0], weight.size(0));
+  // An empty block has no row to look up: every lookup is masked, so any value does.
+  Tensor out = weight.size(0) == 0
+                   ? zeros(ctx.local_outputs[0].shape, weight.dtype(), weight.is_meta() || indices.is_meta())
+                   : embedding(weight, block.safe);
+  return {{out}, {unsqueeze(block.outside, -1)}};
+}
+
 // ---- embedding_backward(grad [..., D], indices [...]; num_weights) -> [num_weights, D] ----
 
 std::vector<TensorMeta> infer_embedding_backward(const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
@@ -105,6 +158,40 @@ OpCost cost_embedding_backward(const std::vector<TensorMeta>& inputs, const std:
   return cost;
 }
 
+// ---- embedding_backward's sharding ----
+
+// Grad and indices split alike on a lookup dim scatter into partial tables; grad split on the
+// embedding dim splits the table's columns; the table's rows split with grad and indices whole
+// (each rank keeps the lookups into its rows, embedding_backward_local); linear in grad.
+std::vector<ShardingStrategy> embedding_backward_rule(const std::vector<TensorMeta>& in, const Attrs&) {
+  const TensorMeta& indices = in[1];
+  StrategyList list(2, 1);
+  for (int64_t d = 0; d < indices.ndim(); ++d) list.add({shard(d), shard(d)}, {partial(ReduceOp::Sum)});
+  list.add({shard(indices.ndim()), rep()}, {shard(1)});
+  list.add({rep(), rep()}, {shard(0)});
+  for (ReduceOp op : kLinearReduces) list.add({partial(op), rep()}, {partial(op)});
+  return list.take();
+}
+
+Attrs localize_embedding_backward(const Attrs& attrs, const LocalContext& ctx) {
+  Attrs local = attrs;
+  local.set("num_weights", ctx.local_outputs[0].shape[0]);
+  return local;
+}
+
+// Under row-split output: scatter only the lookups into this rank's rows, shifted into them.
+LocalResult embedding_backward_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
+  if (!sharded_on(ctx.output_placements[0], 0)) return {call("embedding_backward", inputs, attrs), {}};
+  const Tensor& grad = inputs[0];
+  const Tensor& indices = inputs[1];
+  int64_t rows = ctx.local_outputs[0].shape[0];
+  bool meta = grad.is_meta() || indices.is_meta();
+  if (rows == 0) return {{zeros(ctx.local_outputs[0].shape, grad.dtype(), meta)}, {}};
+  BlockIndices block = block_indices(indices, ctx.output_offsets[0][0], rows);
+  Tensor kept = where(unsqueeze(block.outside, -1), zeros({}, grad.dtype(), meta), grad);
+  return {{embedding_backward(kept, block.safe, rows)}, {}};
+}
+
 // ---- one_hot(indices [...]; num_classes, dtype) -> [..., num_classes] ----
 
 std::vector<TensorMeta> infer_one_hot(const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
@@ -136,6 +223,35 @@ OpCost cost_one_hot(const std::vector<TensorMeta>& inputs, const std::vector<Ten
   return elementwise_cost(inputs, outputs, 0);
 }
 
+// ---- one_hot's sharding ----
+
+// Split indices split the output alike; the class dim splits with the indices whole, each rank
+// encoding the classes in its block (one_hot_local).
+std::vector<ShardingStrategy> one_hot_rule(const std::vector<TensorMeta>& in, const Attrs&) {
+  StrategyList list(1, 1);
+  for (int64_t d = 0; d < in[0].ndim(); ++d) list.add({shard(d)}, {shard(d)});
+  list.add({rep()}, {shard(in[0].ndim())});
+  return list.take();
+}
+
+Attrs localize_one_hot(const Attrs& attrs, const LocalContext& ctx) {
+  Attrs local = attrs;
+  local.set("num_classes", ctx.local_outputs[0].shape.back());
+  return local;
+}
+
+LocalResult one_hot_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
+  int64_t class_dim = static_cast<int64_t>(ctx.local_outputs[0].shape.size()) - 1;
+  if (!sharded_on(ctx.output_placements[0], class_dim)) return {call("one_hot", inputs, attrs), {}};
+  const Tensor& indices = inputs[0];
+  int64_t classes = ctx.local_outputs[0].shape.back();
+  DType dtype = ctx.local_outputs[0].dtype;
+  if (classes == 0) return {{zeros(ctx.local_outputs[0].shape, dtype, indices.is_meta())}, {}};
+  BlockIndices block = block_indices(indices, ctx.output_offsets[0][class_dim], classes);
+  Tensor encoded = one_hot(block.safe, classes, dtype);
+  return {{where(unsqueeze(block.outside, -1), zeros({}, dtype, indices.is_meta()), encoded)}, {}};
+}
+
 }  // namespace
 
 OpDef def_embedding() {
@@ -146,6 +262,8 @@ OpDef def_embedding() {
   def.kernel = run_embedding;
   def.vjp = vjp_embedding;
   def.cost = cost_embedding;
+  def.sharding = embedding_rule;
+  def.local = embedding_local;
   return def;
 }
 
@@ -158,6 +276,9 @@ OpDef def_embedding_backward() {
   def.kernel = run_embedding_backward;
   def.vjp = vjp_embedding_backward;
   def.cost = cost_embedding_backward;
+  def.sharding = embedding_backward_rule;
+  def.localize_attrs = localize_embedding_backward;
+  def.local = embedding_backward_local;
   return def;
 }
 
@@ -170,6 +291,9 @@ OpDef def_one_hot() {
   def.kernel = run_one_hot;
   def.vjp = vjp_one_hot;
   def.cost = cost_one_hot;
+  def.sharding = one_hot_rule;
+  def.localize_attrs = localize_one_hot;
+  def.local = one_hot_local;
   return def;
 }
 

@@ -1,6 +1,7 @@
 // expand: a broadcast view; stretched and added dims get stride 0.
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -50,6 +51,24 @@ std::vector<Tensor> expand_kernel(const std::vector<Tensor>& in, const Attrs& at
   return {Tensor::alias(x, std::move(layout.shape), std::move(layout.strides), x.offset())};
 }
 
+// An input dim that keeps its size keeps its Shard (after the new leading dims); a
+// stretched size-1 dim has nothing to split. Every rank then stretches its own block.
+std::vector<ShardingStrategy> expand_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  Shape out = infer_expand(in, attrs)[0].shape;
+  int64_t lead = static_cast<int64_t>(out.size()) - in[0].ndim();
+  std::vector<int64_t> map(in[0].shape.size(), -1);
+  for (int64_t d = 0; d < in[0].ndim(); ++d) {
+    if (out[lead + d] == in[0].shape[d]) map[d] = lead + d;
+  }
+  return data_movement_rule(1, 1, map, in[0].dtype);
+}
+
+Attrs localize_expand(const Attrs& attrs, const LocalContext& ctx) {
+  Attrs local = attrs;
+  local.set("shape", ctx.local_outputs[0].shape);
+  return local;
+}
+
 std::vector<Tensor> vjp_expand(const VjpContext& ctx) {
   if (!ctx.grad_outputs[0].defined()) return {Tensor()};
   return {sum_to_shape(ctx.grad_outputs[0], ctx.inputs[0].shape())};
@@ -65,7 +84,9 @@ OpDef def_expand() {
           .kernel = expand_kernel,
           .vjp = vjp_expand,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = expand_rule,
+          .localize_attrs = localize_expand,
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 

@@ -120,6 +120,8 @@ OpDef def_full() {
           .vjp = {},
           .cost = fill_cost,
           .sharding = {},
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 
@@ -135,6 +137,8 @@ OpDef def_arange() {
           .vjp = {},
           .cost = fill_cost,
           .sharding = {},
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 
@@ -152,6 +156,8 @@ OpDef def_uniform() {
           .vjp = {},
           .cost = random_cost,
           .sharding = {},
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 
@@ -169,6 +175,8 @@ OpDef def_normal() {
           .vjp = {},
           .cost = random_cost,
           .sharding = {},
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 

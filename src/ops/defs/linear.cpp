@@ -4,6 +4,7 @@
 // output and accumulated by BLAS (beta = 1).
 
 #include "ops/defs/matmul.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/linalg.h"
 
 namespace px {
@@ -92,6 +93,29 @@ OpCost cost_linear(const std::vector<TensorMeta>& in, const std::vector<TensorMe
   return cost;
 }
 
+// One mesh dim of linear. Leading dims of x split the output alike; weight rows (with the
+// bias) split the output features; a split contraction leaves partial sums, where the bias
+// must be partial too so that it is added once; and the output is linear in (x, bias) and
+// in (weight, bias).
+std::vector<ShardingStrategy> linear_rule(const std::vector<TensorMeta>& in, const Attrs&) {
+  const bool has_bias = in.size() == 3;
+  const int64_t last = in[0].ndim() - 1;
+  auto with_bias = [&](Placement x, Placement w, const Placement& b) {
+    std::vector<Placement> inputs{std::move(x), std::move(w)};
+    if (has_bias) inputs.push_back(b);
+    return inputs;
+  };
+  StrategyList list(in.size(), 1);
+  for (int64_t d = 0; d < last; ++d) list.add(with_bias(shard(d), rep(), rep()), {shard(d)});
+  list.add(with_bias(rep(), shard(0), shard(0)), {shard(last)});
+  list.add(with_bias(shard(last), shard(1), partial(ReduceOp::Sum)), {partial(ReduceOp::Sum)});
+  for (ReduceOp op : kLinearReduces) {
+    list.add(with_bias(partial(op), rep(), partial(op)), {partial(op)});
+    list.add(with_bias(rep(), partial(op), partial(op)), {partial(op)});
+  }
+  return list.take();
+}
+
 }  // namespace
 
 OpDef def_linear() {
@@ -102,8 +126,10 @@ OpDef def_linear() {
           .kernel = linear_kernel,
           .vjp = vjp_linear,
           .cost = cost_linear,
-          .sharding = {},
-          .traits = {}};
+          .sharding = linear_rule,
+          .localize_attrs = {},
+          .local = {},
+          .traits = {.elementwise = false, .view = false, .collective = false, .matmul_like = true}};
 }
 
 }  // namespace defs

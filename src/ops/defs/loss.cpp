@@ -6,10 +6,12 @@
 #include "parallax/kernels/loss.h"
 
 #include "ops/defs/nn_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/nn.h"
 #include "parallax/ops/reduction.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 namespace defs {
@@ -118,6 +120,52 @@ OpCost cost_cross_entropy(const std::vector<TensorMeta>& inputs, const std::vect
   return cost;
 }
 
+// One mesh dim of a loss, rows split (the class dim stays whole: the loss of a row reads all
+// of it). "none" splits its per-row output alike; "sum" leaves partial sums; "mean" divides by
+// the number of counted rows of the whole batch, so its target stays whole and each rank
+// divides its rows' sum by that count (loss_local). nll_loss is linear in logp besides.
+//
+// dtensor's strategy check runs the op's shape inference on the local shapes, where a whole
+// target [N] beside split scores [N/n, C] is a mismatch: until that check lets a `local` facet
+// answer for its op, it drops the "mean" row split (exact as it is; see loss_local's test).
+template <bool kFused>
+std::vector<ShardingStrategy> loss_rule(const std::vector<TensorMeta>&, const Attrs& attrs) {
+  kernels::LossReduction reduction =
+      parse_reduction(kFused ? "cross_entropy" : "nll_loss", attrs.get_string("reduction"));
+  StrategyList list(2, 1);
+  switch (reduction) {
+    case kernels::LossReduction::None:
+      list.add({shard(0), shard(0)}, {shard(0)});
+      break;
+    case kernels::LossReduction::Sum:
+      list.add({shard(0), shard(0)}, {partial(ReduceOp::Sum)});
+      break;
+    case kernels::LossReduction::Mean:
+      list.add({shard(0), rep()}, {partial(ReduceOp::Sum)});
+      break;
+  }
+  if (!kFused) {
+    for (ReduceOp op : kLinearReduces) list.add({partial(op), rep()}, {partial(op)});
+  }
+  return list.take();
+}
+
+// "mean" with split rows and a whole target: this rank's rows summed, over the global count.
+template <bool kFused>
+LocalResult loss_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
+  const char* op = kFused ? "cross_entropy" : "nll_loss";
+  std::string reduction = attrs.has("reduction") ? attrs.get_string("reduction") : std::string("mean");
+  if (reduction != "mean" || !sharded_on(ctx.input_placements[0], 0)) return {call(op, inputs, attrs), {}};
+  const Tensor& scores = inputs[0];
+  const Tensor& target = inputs[1];
+  int64_t ignore_index = attrs.has("ignore_index") ? attrs.get_int("ignore_index") : -100;
+  Tensor rows = narrow(target, 0, ctx.input_offsets[0][0], scores.size(0));
+  Tensor local_sum = call1(op, {scores, rows}, {{"reduction", std::string("sum")}, {"ignore_index", ignore_index}});
+  Tensor ignored = full({}, static_cast<double>(ignore_index), DType::Int64, target.is_meta());
+  Tensor counted = sum(ne(target, ignored).to(scores.dtype()));
+  return {{local_sum / counted}, {}};
+}
+
 template <bool kFused>
 OpDef loss_def() {
   OpDef def;
@@ -130,6 +178,8 @@ OpDef loss_def() {
   def.kernel = run_loss<kFused>;
   def.vjp = kFused ? vjp_cross_entropy : vjp_nll_loss;
   def.cost = kFused ? cost_cross_entropy : cost_nll_loss;
+  def.sharding = loss_rule<kFused>;
+  def.local = loss_local<kFused>;
   return def;
 }
 

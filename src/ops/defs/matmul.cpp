@@ -5,6 +5,7 @@
 
 #include "ops/defs/matmul.h"
 
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/linalg.h"
 
 namespace px {
@@ -152,6 +153,32 @@ OpCost cost_matmul(const std::vector<TensorMeta>& in, const std::vector<TensorMe
   return cost;
 }
 
+// One mesh dim of matmul, with 1-D operands as the op treats them (a row lhs, a column rhs):
+// a batch dim splits both operands alike (an operand broadcasting it, or lacking it, stays
+// whole); a's rows split the output rows; b's columns split the output columns; a split
+// contraction leaves partial sums; and the product is linear in each operand.
+std::vector<ShardingStrategy> matmul_rule(const std::vector<TensorMeta>& in, const Attrs&) {
+  const TensorMeta& a = in[0];
+  const TensorMeta& b = in[1];
+  Shape out = matmul_shape(a, b);
+  auto batch_rank = static_cast<int64_t>(broadcast_batch(a, b).size());
+  auto out_rank = static_cast<int64_t>(out.size());
+  StrategyList list(2, 1);
+  for (int64_t i = 0; i < batch_rank; ++i) {
+    Placement pa = batch_operand_placement(a, std::max<int64_t>(a.ndim() - 2, 0), batch_rank, i, out[i]);
+    Placement pb = batch_operand_placement(b, std::max<int64_t>(b.ndim() - 2, 0), batch_rank, i, out[i]);
+    if (pa != rep() || pb != rep()) list.add({pa, pb}, {shard(i)});
+  }
+  if (a.ndim() >= 2) list.add({shard(a.ndim() - 2), rep()}, {shard(batch_rank)});
+  if (b.ndim() >= 2) list.add({rep(), shard(b.ndim() - 1)}, {shard(out_rank - 1)});
+  list.add({shard(a.ndim() - 1), shard(b.ndim() == 1 ? 0 : b.ndim() - 2)}, {partial(ReduceOp::Sum)});
+  for (ReduceOp op : kLinearReduces) {
+    list.add({partial(op), rep()}, {partial(op)});
+    list.add({rep(), partial(op)}, {partial(op)});
+  }
+  return list.take();
+}
+
 }  // namespace
 
 OpDef def_matmul() {
@@ -162,8 +189,10 @@ OpDef def_matmul() {
           .kernel = matmul_kernel,
           .vjp = vjp_matmul,
           .cost = cost_matmul,
-          .sharding = {},
-          .traits = {}};
+          .sharding = matmul_rule,
+          .localize_attrs = {},
+          .local = {},
+          .traits = {.elementwise = false, .view = false, .collective = false, .matmul_like = true}};
 }
 
 }  // namespace defs

@@ -4,6 +4,7 @@
 #include "parallax/kernels/norm.h"
 
 #include "ops/defs/nn_defs.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/nn.h"
@@ -121,6 +122,16 @@ OpCost cost_norm(const std::vector<TensorMeta>& inputs, const std::vector<Tensor
   return elementwise_cost(inputs, outputs, 7);
 }
 
+// Each row of the normalized trailing dims is normalized on its own: x shards on a leading dim
+// with weight and bias replicated. The VJP's ops (mean, sub, mul, rsqrt, add_scalar, sum) all
+// have rules, so on a batch-sharded x the weight and bias gradients come out P(sum).
+ShardingRuleFn norm_sharding(std::string op) {
+  return [op = std::move(op)](const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
+    int64_t leading = inputs[0].ndim() - static_cast<int64_t>(normalized_shape(op, inputs[0], attrs).size());
+    return independent_dims_strategies(inputs.size(), dim_range(0, leading));
+  };
+}
+
 }  // namespace
 
 OpDef def_layer_norm() {
@@ -134,6 +145,7 @@ OpDef def_layer_norm() {
   def.kernel = run_layer_norm;
   def.vjp = vjp_layer_norm;
   def.cost = cost_norm;
+  def.sharding = norm_sharding("layer_norm");
   return def;
 }
 
@@ -148,6 +160,7 @@ OpDef def_rms_norm() {
   def.kernel = run_rms_norm;
   def.vjp = vjp_rms_norm;
   def.cost = cost_norm;
+  def.sharding = norm_sharding("rms_norm");
   return def;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -82,6 +83,24 @@ std::vector<Tensor> transpose_kernel(const std::vector<Tensor>& in, const Attrs&
   return {Tensor::alias(x, std::move(shape), std::move(strides), x.offset())};
 }
 
+// Output dim i holds input dim perm[i]: a Shard follows its dim.
+std::vector<ShardingStrategy> permute_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  std::vector<int64_t> perm = checked_permutation(in[0], attrs.get_ints("dims"));
+  std::vector<int64_t> map(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) map[perm[i]] = static_cast<int64_t>(i);
+  return data_movement_rule(1, 1, map, in[0].dtype);
+}
+
+std::vector<ShardingStrategy> transpose_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  std::vector<int64_t> map(in[0].shape.size());
+  for (size_t d = 0; d < map.size(); ++d) map[d] = static_cast<int64_t>(d);
+  if (!map.empty()) {
+    auto [dim0, dim1] = transpose_dims(in[0], attrs);
+    std::swap(map[dim0], map[dim1]);
+  }
+  return data_movement_rule(1, 1, map, in[0].dtype);
+}
+
 std::vector<Tensor> vjp_transpose(const VjpContext& ctx) {
   if (!ctx.grad_outputs[0].defined()) return {Tensor()};
   return {transpose(ctx.grad_outputs[0], ctx.attrs.get_int("dim0"), ctx.attrs.get_int("dim1"))};
@@ -97,7 +116,9 @@ OpDef def_permute() {
           .kernel = permute_kernel,
           .vjp = vjp_permute,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = permute_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 
@@ -109,7 +130,9 @@ OpDef def_transpose() {
           .kernel = transpose_kernel,
           .vjp = vjp_transpose,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = transpose_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 

@@ -3,6 +3,7 @@
 // Not differentiable.
 
 #include "ops/defs/reduce.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/ops/reduction.h"
 
 namespace px {
@@ -44,6 +45,12 @@ std::vector<Tensor> argmax_kernel(const std::vector<Tensor>& in, const Attrs& at
   return {out};
 }
 
+// Only unreduced dims shard: the index of a part's maximum is not the global index, and which
+// part holds the global maximum is not known locally.
+std::vector<ShardingStrategy> sharding_argmax(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return reduction_strategies(in[0].ndim(), argmax_dims(in[0], attrs), attrs.get_bool("keepdim"), {});
+}
+
 }  // namespace
 
 OpDef def_argmax() {
@@ -54,7 +61,9 @@ OpDef def_argmax() {
           .kernel = argmax_kernel,
           .vjp = {},
           .cost = reduction_cost,
-          .sharding = {},
+          .sharding = sharding_argmax,
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 

@@ -3,6 +3,7 @@
 // valid subgradient and is symmetric in the tied elements.
 
 #include "ops/defs/reduce.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/ops/reduction.h"
 
 namespace px {
@@ -27,7 +28,11 @@ std::vector<Tensor> vjp_extreme(const VjpContext& ctx) {
   return {call1("mul", {mask, call1("div", {grad, ties})})};
 }
 
-OpDef def_extreme(std::string name, InferFn infer, KernelFn kernel) {
+// `op` is Max for amax, Min for amin: a Shard on a reduced dim leaves each rank the extreme of
+// its part, and partial extremes of the same kind pass. An empty local part has no extreme:
+// expand_strategies drops the shardings that leave one.
+OpDef def_extreme(std::string name, ReduceOp op, InferFn infer, KernelFn kernel) {
+  ShardingRuleFn sharding = reduction_rule(name, {op, {op}});
   return {.name = std::move(name),
           .inputs = {{"x"}},
           .attrs = reduction_attrs(),
@@ -35,7 +40,9 @@ OpDef def_extreme(std::string name, InferFn infer, KernelFn kernel) {
           .kernel = std::move(kernel),
           .vjp = vjp_extreme,
           .cost = reduction_cost,
-          .sharding = {},
+          .sharding = std::move(sharding),
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 
@@ -43,7 +50,7 @@ OpDef def_extreme(std::string name, InferFn infer, KernelFn kernel) {
 
 OpDef def_amax() {
   return def_extreme(
-      "amax",
+      "amax", ReduceOp::Max,
       [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
         return std::vector<TensorMeta>{infer_extreme("amax", in[0], attrs)};
       },
@@ -54,7 +61,7 @@ OpDef def_amax() {
 
 OpDef def_amin() {
   return def_extreme(
-      "amin",
+      "amin", ReduceOp::Min,
       [](const std::vector<TensorMeta>& in, const Attrs& attrs) {
         return std::vector<TensorMeta>{infer_extreme("amin", in[0], attrs)};
       },

@@ -1,6 +1,7 @@
 // sum and mean over any set of dims.
 
 #include "ops/defs/reduce.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/ops/reduction.h"
 
 namespace px {
@@ -52,6 +53,20 @@ std::vector<Tensor> vjp_mean(const VjpContext& ctx) {
   return {broadcast_grad(scaled, x, ctx.attrs)};
 }
 
+// A Shard on a reduced dim leaves each rank a part of every sum; sums and averages of parts pass.
+ReductionSharding sum_sharding() { return {ReduceOp::Sum, {ReduceOp::Sum, ReduceOp::Avg}}; }
+
+// On local shards a mean divides by the GLOBAL count, so the parts of an unevenly sharded
+// reduced dim add up to the mean exactly (the local mean would weigh the shards equally).
+LocalResult mean_local(const std::vector<Tensor>& in, const Attrs& attrs, const LocalContext& ctx) {
+  const Shape& global_shape = ctx.global_inputs[0].shape;
+  std::vector<int64_t> dims = reduce_dims("mean", attrs.get_ints("dims"), static_cast<int64_t>(global_shape.size()));
+  int64_t global_count = reduced_count(global_shape, dims);
+  if (reduced_count(in[0].shape(), dims) == global_count) return {{call1("mean", {in[0]}, attrs)}, {}};
+  Tensor local_sum = call1("sum", {in[0]}, attrs);
+  return {{call1("mul_scalar", {local_sum}, {{"scalar", 1.0 / static_cast<double>(global_count)}})}, {}};
+}
+
 }  // namespace
 
 OpDef def_sum() {
@@ -62,7 +77,9 @@ OpDef def_sum() {
           .kernel = sum_kernel,
           .vjp = vjp_sum,
           .cost = reduction_cost,
-          .sharding = {},
+          .sharding = reduction_rule("sum", sum_sharding()),
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 
@@ -74,7 +91,9 @@ OpDef def_mean() {
           .kernel = mean_kernel,
           .vjp = vjp_mean,
           .cost = reduction_cost,
-          .sharding = {},
+          .sharding = reduction_rule("mean", sum_sharding()),
+          .localize_attrs = {},
+          .local = mean_local,
           .traits = {}};
 }
 

@@ -5,6 +5,7 @@
 #include "parallax/kernels/rope.h"
 
 #include "ops/defs/nn_defs.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/ops/nn.h"
 
 namespace px {
@@ -47,6 +48,13 @@ OpCost cost_rope(const std::vector<TensorMeta>& inputs, const std::vector<Tensor
   return elementwise_cost(inputs, outputs, 3);
 }
 
+// The angle of an element depends on its position along dim -2 and its pair's index in dim -1,
+// both read from local indices by the kernel: only the batch dims before them shard (a sharded
+// position dim would need a position offset attribute, which rope does not take).
+std::vector<ShardingStrategy> sharding_rope(const std::vector<TensorMeta>& inputs, const Attrs&) {
+  return independent_dims_strategies(1, dim_range(0, inputs[0].ndim() - 2));
+}
+
 }  // namespace
 
 OpDef def_rope() {
@@ -58,6 +66,7 @@ OpDef def_rope() {
   def.kernel = run_rope;
   def.vjp = vjp_rope;
   def.cost = cost_rope;
+  def.sharding = sharding_rope;
   return def;
 }
 

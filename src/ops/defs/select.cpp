@@ -1,6 +1,7 @@
 // select: the view at one index of a dim, with that dim removed.
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -44,6 +45,14 @@ std::vector<Tensor> select_kernel(const std::vector<Tensor>& in, const Attrs& at
   return {Tensor::alias(x, std::move(shape), std::move(strides), offset)};
 }
 
+// The selected dim must be whole; the dims after it move down by one.
+std::vector<ShardingStrategy> select_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  int64_t dim = select_args(in[0], attrs).dim;
+  std::vector<int64_t> map(in[0].shape.size());
+  for (int64_t d = 0; d < in[0].ndim(); ++d) map[d] = d < dim ? d : d == dim ? -1 : d - 1;
+  return data_movement_rule(1, 1, map, in[0].dtype);
+}
+
 std::vector<Tensor> vjp_select(const VjpContext& ctx) {
   if (!ctx.grad_outputs[0].defined()) return {Tensor()};
   auto [dim, index] = select_args(ctx.inputs[0].meta_info(), ctx.attrs);
@@ -61,7 +70,9 @@ OpDef def_select() {
           .kernel = select_kernel,
           .vjp = vjp_select,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = select_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 

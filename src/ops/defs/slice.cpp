@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/kernels/factory.h"
 #include "parallax/ops/shape.h"
 
@@ -131,6 +132,32 @@ std::vector<Tensor> vjp_slice_backward(const VjpContext& ctx) {
                 ctx.attrs.get_int("step"))};
 }
 
+// Every dim but the sliced one keeps its Shard; the sliced one must be whole.
+std::vector<ShardingStrategy> keep_other_dims(int64_t rank, int64_t sliced, DType dtype) {
+  std::vector<int64_t> map(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) map[d] = d == sliced ? -1 : d;
+  return data_movement_rule(1, 1, map, dtype);
+}
+
+std::vector<ShardingStrategy> slice_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return keep_other_dims(in[0].ndim(), slice_args("slice", in[0].shape, attrs).dim, in[0].dtype);
+}
+
+std::vector<ShardingStrategy> narrow_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return keep_other_dims(in[0].ndim(), narrow_args(in[0], attrs).dim, in[0].dtype);
+}
+
+// The zeros around the region stay zero under every reduction, so Partial passes too.
+std::vector<ShardingStrategy> slice_backward_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return keep_other_dims(in[0].ndim(), slice_args("slice_backward", attrs.get_ints("shape"), attrs).dim, in[0].dtype);
+}
+
+Attrs localize_slice_backward(const Attrs& attrs, const LocalContext& ctx) {
+  Attrs local = attrs;
+  local.set("shape", ctx.local_outputs[0].shape);
+  return local;
+}
+
 std::vector<AttrSpec> slice_attrs() {
   return {{"dim", AttrType::Int, std::nullopt},
           {"start", AttrType::Int, std::nullopt},
@@ -148,7 +175,9 @@ OpDef def_slice() {
           .kernel = slice_kernel,
           .vjp = vjp_slice,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = slice_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 
@@ -162,7 +191,9 @@ OpDef def_narrow() {
           .kernel = narrow_kernel,
           .vjp = vjp_narrow,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = narrow_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 
@@ -176,7 +207,9 @@ OpDef def_slice_backward() {
           .kernel = slice_backward_kernel,
           .vjp = vjp_slice_backward,
           .cost = copy_cost,
-          .sharding = {},
+          .sharding = slice_backward_rule,
+          .localize_attrs = localize_slice_backward,
+          .local = {},
           .traits = {}};
 }
 

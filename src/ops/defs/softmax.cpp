@@ -4,6 +4,7 @@
 #include "parallax/kernels/softmax.h"
 
 #include "ops/defs/nn_defs.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/nn.h"
 #include "parallax/ops/reduction.h"
@@ -77,6 +78,20 @@ OpCost cost_softmax(const std::vector<TensorMeta>& inputs, const std::vector<Ten
   return elementwise_cost(inputs, outputs, 5);
 }
 
+// Rows along `dim` are independent: any other dim shards. No partials (not linear, not monotone).
+std::vector<ShardingStrategy> sharding_softmax(std::string_view op, const std::vector<TensorMeta>& inputs,
+                                               const Attrs& attrs) {
+  const TensorMeta& x = inputs[0];
+  std::vector<int64_t> dims;
+  if (x.ndim() > 0) {
+    int64_t along = softmax_dim(op, x, attrs);
+    for (int64_t d = 0; d < x.ndim(); ++d) {
+      if (d != along) dims.push_back(d);
+    }
+  }
+  return independent_dims_strategies(1, dims);
+}
+
 OpDef softmax_like(std::string name, bool log) {
   OpDef def;
   def.name = name;
@@ -90,6 +105,9 @@ OpDef softmax_like(std::string name, bool log) {
   };
   def.vjp = log ? vjp_log_softmax : vjp_softmax;
   def.cost = cost_softmax;
+  def.sharding = [name](const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
+    return sharding_softmax(name, inputs, attrs);
+  };
   return def;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/shape.h"
 
@@ -68,6 +69,14 @@ std::vector<Tensor> plan_views(const Tensor& x, const SplitPlan& plan) {
   return out;
 }
 
+// A Shard on a dim other than the split one lands on every piece; the split dim stays whole,
+// so each rank cuts the same pieces.
+std::vector<ShardingStrategy> pieces_rule(const TensorMeta& input, const SplitPlan& plan) {
+  std::vector<int64_t> map(input.shape.size());
+  for (int64_t d = 0; d < input.ndim(); ++d) map[d] = d == plan.dim ? -1 : d;
+  return data_movement_rule(1, plan.sizes.size(), map, input.dtype);
+}
+
 std::vector<Tensor> vjp_concat_grads(const VjpContext& ctx, int64_t dim) {
   const Tensor* any_grad = nullptr;
   for (const Tensor& grad : ctx.grad_outputs) {
@@ -98,7 +107,10 @@ OpDef def_split() {
                 return vjp_concat_grads(ctx, split_plan(ctx.inputs[0].meta_info(), ctx.attrs).dim);
               },
           .cost = free_cost,
-          .sharding = {},
+          .sharding = [](const std::vector<TensorMeta>& in,
+                         const Attrs& attrs) { return pieces_rule(in[0], split_plan(in[0], attrs)); },
+          .localize_attrs = {},
+          .local = {},
           // Every output aliases the input.
           .traits = {.elementwise = false, .view = true}};
 }
@@ -116,7 +128,10 @@ OpDef def_chunk() {
                 return vjp_concat_grads(ctx, chunk_plan(ctx.inputs[0].meta_info(), ctx.attrs).dim);
               },
           .cost = free_cost,
-          .sharding = {},
+          .sharding = [](const std::vector<TensorMeta>& in,
+                         const Attrs& attrs) { return pieces_rule(in[0], chunk_plan(in[0], attrs)); },
+          .localize_attrs = {},
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 

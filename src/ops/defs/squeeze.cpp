@@ -1,6 +1,7 @@
 // squeeze and unsqueeze: views that remove or insert size-1 dims.
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -46,13 +47,52 @@ std::vector<Tensor> squeeze_kernel(const std::vector<Tensor>& in, const Attrs& a
   return {Tensor::alias(x, std::move(shape), std::move(strides), x.offset())};
 }
 
+int64_t unsqueeze_dim(const TensorMeta& input, const Attrs& attrs) {
+  return normalize_dim(attrs.get_int("dim"), input.ndim() + 1, "unsqueeze");
+}
+
+// Kept dims move down past the removed ones; a removed dim has size 1 and carries no Shard.
+std::vector<ShardingStrategy> squeeze_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  std::vector<bool> removed = squeezed_dims(in[0], attrs.get_ints("dims"));
+  std::vector<int64_t> map(removed.size(), -1);
+  int64_t next = 0;
+  for (size_t d = 0; d < removed.size(); ++d) {
+    if (!removed[d]) map[d] = next++;
+  }
+  return data_movement_rule(1, 1, map, in[0].dtype);
+}
+
+// A sharded dim can be locally of size 1 (or become so on an uneven split), and squeeze
+// would drop it there: name exactly the globally removed dims instead. When none is removed,
+// name a dim whose local size is not 1 (squeeze then removes nothing); with no such dim the
+// attributes stay, and the strategy check rejects the coordinate if they misbehave.
+Attrs localize_squeeze(const Attrs& attrs, const LocalContext& ctx) {
+  std::vector<bool> removed = squeezed_dims(ctx.global_inputs[0], attrs.get_ints("dims"));
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < removed.size(); ++d) {
+    if (removed[d]) dims.push_back(static_cast<int64_t>(d));
+  }
+  const Shape& local_shape = ctx.local_inputs[0].shape;
+  for (size_t d = 0; dims.empty() && d < local_shape.size(); ++d) {
+    if (local_shape[d] != 1) dims.push_back(static_cast<int64_t>(d));
+  }
+  if (dims.empty()) return attrs;
+  Attrs local = attrs;
+  local.set("dims", dims);
+  return local;
+}
+
+// Input dims at or after the new one move up by one.
+std::vector<ShardingStrategy> unsqueeze_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  int64_t dim = unsqueeze_dim(in[0], attrs);
+  std::vector<int64_t> map(in[0].shape.size());
+  for (int64_t d = 0; d < in[0].ndim(); ++d) map[d] = d < dim ? d : d + 1;
+  return data_movement_rule(1, 1, map, in[0].dtype);
+}
+
 std::vector<Tensor> vjp_reshape_to_input(const VjpContext& ctx) {
   if (!ctx.grad_outputs[0].defined()) return {Tensor()};
   return {reshape(ctx.grad_outputs[0], ctx.inputs[0].shape())};
-}
-
-int64_t unsqueeze_dim(const TensorMeta& input, const Attrs& attrs) {
-  return normalize_dim(attrs.get_int("dim"), input.ndim() + 1, "unsqueeze");
 }
 
 std::vector<TensorMeta> infer_unsqueeze(const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -83,7 +123,9 @@ OpDef def_squeeze() {
           .kernel = squeeze_kernel,
           .vjp = vjp_reshape_to_input,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = squeeze_rule,
+          .localize_attrs = localize_squeeze,
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 
@@ -95,7 +137,9 @@ OpDef def_unsqueeze() {
           .kernel = unsqueeze_kernel,
           .vjp = vjp_reshape_to_input,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = unsqueeze_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 

@@ -1,6 +1,7 @@
 // stack: same-shape inputs joined along a new dim.
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -25,6 +26,14 @@ std::vector<TensorMeta> infer_stack(const std::vector<TensorMeta>& in, const Att
   TensorMeta out = in[0];
   out.shape.insert(out.shape.begin() + dim, static_cast<int64_t>(in.size()));
   return {out};
+}
+
+// Same-shape inputs split alike on one dim give the output split on that dim (past the new one).
+std::vector<ShardingStrategy> stack_rule(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  int64_t dim = stack_dim(in, attrs);
+  std::vector<int64_t> map(in[0].shape.size());
+  for (int64_t d = 0; d < in[0].ndim(); ++d) map[d] = d < dim ? d : d + 1;
+  return data_movement_rule(in.size(), 1, map, in[0].dtype);
 }
 
 std::vector<Tensor> stack_kernel(const std::vector<Tensor>& in, const Attrs& attrs) {
@@ -61,7 +70,9 @@ OpDef def_stack() {
           .kernel = stack_kernel,
           .vjp = vjp_stack,
           .cost = copy_cost,
-          .sharding = {},
+          .sharding = stack_rule,
+          .localize_attrs = {},
+          .local = {},
           .traits = {}};
 }
 

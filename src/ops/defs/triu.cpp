@@ -1,6 +1,7 @@
 // triu and tril: keep one triangle of the last two dims, zero the other.
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/kernels/triangle.h"
 #include "parallax/ops/shape.h"
 
@@ -37,6 +38,25 @@ std::vector<Tensor> vjp_triangle(const VjpContext& ctx) {
   return {kUpper ? triu(ctx.grad_outputs[0], diagonal) : tril(ctx.grad_outputs[0], diagonal)};
 }
 
+// Every dim shards: batch dims trivially, and the matrix dims too once the diagonal moves with
+// the local block (see localize_triangle).
+std::vector<ShardingStrategy> sharding_triangle(const std::vector<TensorMeta>& inputs, const Attrs&) {
+  return independent_dims_strategies(1, dim_range(0, inputs[0].ndim()));
+}
+
+// Global element (i, j) is kept when j >= i + diagonal (triu; <= for tril). In a local block
+// starting at (row, col) it sits at (i - row, j - col), so the same test holds locally with
+// diagonal + row - col.
+Attrs localize_triangle(const Attrs& attrs, const LocalContext& ctx) {
+  const Shape& offset = ctx.input_offsets[0];
+  if (offset.size() < 2) return attrs;
+  int64_t shift = offset[offset.size() - 2] - offset[offset.size() - 1];
+  if (shift == 0) return attrs;
+  Attrs local = attrs;
+  local.set("diagonal", attrs.get_int("diagonal") + shift);
+  return local;
+}
+
 template <bool kUpper>
 OpDef def_triangle() {
   return {.name = triangle_name<kUpper>(),
@@ -46,7 +66,9 @@ OpDef def_triangle() {
           .kernel = triangle_kernel<kUpper>,
           .vjp = vjp_triangle<kUpper>,
           .cost = copy_cost,
-          .sharding = {},
+          .sharding = sharding_triangle,
+          .localize_attrs = localize_triangle,
+          .local = {},
           .traits = {}};
 }
 

@@ -1,6 +1,7 @@
 // neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, silu: one tensor in, same shape and dtype out.
 #include "ops/defs/common.h"
 #include "ops/defs/elementwise.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/kernels/elementwise.h"
 #include "parallax/ops/elementwise.h"
 
@@ -10,8 +11,16 @@ namespace {
 
 using kernels::UnaryOp;
 
+constexpr ReduceOp kSum = ReduceOp::Sum, kAvg = ReduceOp::Avg, kMax = ReduceOp::Max, kMin = ReduceOp::Min;
+
+// log and sqrt are non-decreasing on their domain [0, inf) only: a minimum's parts all lie at or
+// above it (inside the domain when it is), but a maximum's parts may fall below 0 and give NaN.
+std::vector<ShardingStrategy> min_only_partials() { return unary_partials({{kMin, kMin}}); }
+
 // integer_ok: the op also takes int64 (neg, abs, relu); the others are floating only.
-OpDef unary_def(std::string name, UnaryOp op, bool integer_ok, double flops, VjpFn vjp) {
+// `partials`: the partial strategies that are exact for this op (see sharding_rules.h).
+OpDef unary_def(std::string name, UnaryOp op, bool integer_ok, double flops, VjpFn vjp,
+                std::vector<ShardingStrategy> partials = {}) {
   OpDef def;
   def.name = name;
   def.inputs = {{"x"}};
@@ -31,6 +40,7 @@ OpDef unary_def(std::string name, UnaryOp op, bool integer_ok, double flops, Vjp
   };
   def.vjp = std::move(vjp);
   def.cost = flops_per_element(flops);
+  def.sharding = pointwise_rule(name, std::move(partials));
   def.traits.elementwise = true;
   return def;
 }
@@ -42,7 +52,8 @@ const Tensor& y_of(const VjpContext& ctx) { return ctx.outputs[0]; }
 
 OpDef def_neg() {
   return unary_def("neg", UnaryOp::Neg, true, 1,
-                   single_input_vjp([](const Tensor& g, const VjpContext&) { return neg(g); }));
+                   single_input_vjp([](const Tensor& g, const VjpContext&) { return neg(g); }),
+                   unary_partials({{kSum, kSum}, {kAvg, kAvg}, {kMax, kMin}, {kMin, kMax}}));
 }
 
 // d|x| = sign(x); at x = 0 the gradient passes through unchanged (a subgradient).
@@ -54,26 +65,30 @@ OpDef def_abs() {
 
 OpDef def_exp() {
   return unary_def("exp", UnaryOp::Exp, false, 10,
-                   single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return mul(g, y_of(ctx)); }));
+                   single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return mul(g, y_of(ctx)); }),
+                   monotone_partials(true));
 }
 
 OpDef def_log() {
   return unary_def("log", UnaryOp::Log, false, 10,
-                   single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return div(g, x_of(ctx)); }));
+                   single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return div(g, x_of(ctx)); }),
+                   min_only_partials());
 }
 
 // d sqrt(x) = 1 / (2 sqrt(x)) = 0.5 / y.
 OpDef def_sqrt() {
-  return unary_def("sqrt", UnaryOp::Sqrt, false, 1, single_input_vjp([](const Tensor& g, const VjpContext& ctx) {
-                     return div(mul(g, 0.5), y_of(ctx));
-                   }));
+  return unary_def("sqrt", UnaryOp::Sqrt, false, 1,
+                   single_input_vjp([](const Tensor& g, const VjpContext& ctx) { return div(mul(g, 0.5), y_of(ctx)); }),
+                   min_only_partials());
 }
 
 // d x^(-1/2) = -0.5 x^(-3/2) = -0.5 y / x.
 OpDef def_rsqrt() {
   return unary_def("rsqrt", UnaryOp::Rsqrt, false, 2, single_input_vjp([](const Tensor& g, const VjpContext& ctx) {
                      return mul(div(mul(g, y_of(ctx)), x_of(ctx)), -0.5);
-                   }));
+                   }),
+                   // Non-increasing on [0, inf): the parts of a minimum stay in the domain (see log).
+                   unary_partials({{kMin, kMax}}));
 }
 
 // d tanh = 1 - y^2.
@@ -81,7 +96,8 @@ OpDef def_tanh() {
   return unary_def("tanh", UnaryOp::Tanh, false, 10, single_input_vjp([](const Tensor& g, const VjpContext& ctx) {
                      const Tensor& y = y_of(ctx);
                      return mul(g, sub(1.0, mul(y, y)));
-                   }));
+                   }),
+                   monotone_partials(true));
 }
 
 // d sigmoid = y (1 - y).
@@ -89,7 +105,8 @@ OpDef def_sigmoid() {
   return unary_def("sigmoid", UnaryOp::Sigmoid, false, 12, single_input_vjp([](const Tensor& g, const VjpContext& ctx) {
                      const Tensor& y = y_of(ctx);
                      return mul(g, mul(y, sub(1.0, y)));
-                   }));
+                   }),
+                   monotone_partials(true));
 }
 
 // The gradient passes where x > 0 (0 at x = 0, as in PyTorch).
@@ -97,7 +114,8 @@ OpDef def_relu() {
   return unary_def("relu", UnaryOp::Relu, true, 1, single_input_vjp([](const Tensor& g, const VjpContext& ctx) {
                      Tensor zero = scalar_tensor(0.0, g.dtype());
                      return where(gt(x_of(ctx), zero), g, zero);
-                   }));
+                   }),
+                   monotone_partials(true));
 }
 
 // silu = x s(x): d silu = s (1 + x (1 - s)).

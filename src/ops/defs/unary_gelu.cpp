@@ -5,6 +5,7 @@
 // gradients of gradients work.
 #include "ops/defs/common.h"
 #include "ops/defs/elementwise.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/kernels/elementwise.h"
 #include "parallax/ops/dispatch.h"
 #include "parallax/ops/elementwise.h"
@@ -110,6 +111,7 @@ OpDef def_gelu() {
   def.vjp = single_input_vjp(
       [](const Tensor& g, const VjpContext& ctx) { return gelu_backward_call(g, ctx.inputs[0], ctx.attrs); });
   def.cost = flops_per_element(15);
+  def.sharding = pointwise_rule("gelu");
   def.traits.elementwise = true;
   return def;
 }
@@ -123,6 +125,11 @@ OpDef def_gelu_backward() {
   def.kernel = gelu_backward_kernel;
   def.vjp = vjp_gelu_backward;
   def.cost = flops_per_element(25);
+  // Linear in grad for a fixed x: a partial gradient stays partial.
+  def.sharding =
+      pointwise_rule("gelu_backward",
+                     std::vector<ShardingStrategy>{{{Partial{ReduceOp::Sum}, Replicate{}}, {Partial{ReduceOp::Sum}}},
+                                                   {{Partial{ReduceOp::Avg}, Replicate{}}, {Partial{ReduceOp::Avg}}}});
   def.traits.elementwise = true;
   return def;
 }

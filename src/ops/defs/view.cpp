@@ -2,6 +2,7 @@
 // (ShapeError when the strides do not allow it); reshape copies only then.
 
 #include "ops/defs/shape_defs.h"
+#include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -102,6 +103,21 @@ std::vector<Tensor> reshape_kernel(const std::vector<Tensor>& in, const Attrs& a
   return {Tensor::alias(copy, std::move(shape), std::move(strides), 0)};
 }
 
+// A Shard moves to the output dim its group of elements starts (view_dim_map); the
+// local op then needs the local output shape, since -1 and fixed extents are global.
+ShardingRuleFn view_rule(std::string_view op) {
+  return [op](const std::vector<TensorMeta>& in, const Attrs& attrs) {
+    Shape out = infer_view_shape(op, in[0], attrs.get_ints("shape"));
+    return data_movement_rule(1, 1, view_dim_map(in[0].shape, out), in[0].dtype);
+  };
+}
+
+Attrs localize_view(const Attrs& attrs, const LocalContext& ctx) {
+  Attrs local = attrs;
+  local.set("shape", ctx.local_outputs[0].shape);
+  return local;
+}
+
 std::vector<Tensor> vjp_reshape_back(const VjpContext& ctx) {
   if (!ctx.grad_outputs[0].defined()) return {Tensor()};
   return {reshape(ctx.grad_outputs[0], ctx.inputs[0].shape())};
@@ -117,7 +133,9 @@ OpDef def_view() {
           .kernel = view_kernel,
           .vjp = vjp_reshape_back,
           .cost = free_cost,
-          .sharding = {},
+          .sharding = view_rule("view"),
+          .localize_attrs = localize_view,
+          .local = {},
           .traits = {.elementwise = false, .view = true}};
 }
 
@@ -130,7 +148,9 @@ OpDef def_reshape() {
           .vjp = vjp_reshape_back,
           // Free in a graph, where values are contiguous; a copy only on odd strides.
           .cost = free_cost,
-          .sharding = {},
+          .sharding = view_rule("reshape"),
+          .localize_attrs = localize_view,
+          .local = {},
           // Not a guaranteed alias: it copies when the strides do not allow a view.
           .traits = {}};
 }

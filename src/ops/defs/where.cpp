@@ -2,6 +2,7 @@
 // dtype (any), and all three broadcast together.
 #include "ops/defs/common.h"
 #include "ops/defs/elementwise.h"
+#include "ops/defs/sharding_rules.h"
 #include "parallax/kernels/elementwise.h"
 #include "parallax/ops/elementwise.h"
 
@@ -58,6 +59,7 @@ OpDef def_where() {
   def.kernel = where_kernel;
   def.vjp = vjp_where;
   def.cost = flops_per_element(1);
+  def.sharding = pointwise_rule("where");
   def.traits.elementwise = true;
   return def;
 }
