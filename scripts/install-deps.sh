@@ -16,6 +16,8 @@ PACKAGES=(
   pkg-config
   libopenmpi-dev
   openmpi-bin
+  coinor-libcbc-dev
+  zlib1g-dev
 )
 
 is_installed() {

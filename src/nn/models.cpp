@@ -78,6 +78,18 @@ LlamaConfig llama3_8b() {
           .rope_theta = 500000.0};
 }
 
+LlamaConfig llama3_70b() {
+  return {.vocab = 128256,
+          .max_seq = 8192,
+          .dim = 8192,
+          .n_layers = 80,
+          .n_heads = 64,
+          .n_kv_heads = 8,
+          .ffn_hidden = 28672,
+          .norm_eps = 1e-5,
+          .rope_theta = 500000.0};
+}
+
 Llama::Llama(const LlamaConfig& config) : config_(config) {
   require_positive("Llama", "n_layers", config.n_layers);
   DType dtype = config.dtype;

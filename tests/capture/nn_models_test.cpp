@@ -87,6 +87,13 @@ TEST(NnModels, Llama3_8bConstructsOnMeta) {
   EXPECT_EQ(logits.shape(), (Shape{1, 8, 128256}));
 }
 
+TEST(NnModels, Llama3_70bHasTheReferenceParameterCount) {
+  Llama llama(llama3_70b());
+  EXPECT_TRUE(llama.is_meta());
+  EXPECT_EQ(llama.num_parameters(), 70553706496);
+  EXPECT_EQ(llama.slot("layers.79.feed_forward.w2.weight").shape(), (Shape{8192, 28672}));
+}
+
 TEST(NnModels, LlamaMiniNames) {
   Llama llama(llama_mini());
   std::vector<std::string> expected{"tok_embeddings.weight"};

@@ -79,6 +79,13 @@ class CommError : public Error {
   explicit CommError(const std::string& message) : Error("CommError: " + message) {}
 };
 
+// A sharding plan that cannot meet its constraints: names the binding constraint and by how much
+// it is violated (the least any plan can reach against the bound asked for).
+class InfeasiblePlan : public Error {
+ public:
+  explicit InfeasiblePlan(const std::string& message) : Error("InfeasiblePlan: " + message) {}
+};
+
 namespace detail {
 [[noreturn]] void assertion_failed(const char* condition, const char* file, int line);
 }  // namespace detail

@@ -71,6 +71,9 @@ LlamaConfig llama_mini();
 // LLaMA-3-8B: vocab 128256, max_seq 8192, dim 4096, 32 layers, 32 heads, 8 KV heads,
 // FFN 14336, rope_theta 500000, eps 1e-5 (8,030,261,248 parameters).
 LlamaConfig llama3_8b();
+// LLaMA-3-70B: vocab 128256, max_seq 8192, dim 8192, 80 layers, 64 heads, 8 KV heads,
+// FFN 28672, rope_theta 500000, eps 1e-5 (70,553,706,496 parameters).
+LlamaConfig llama3_70b();
 
 // Token embeddings, pre-RMSNorm blocks with rotary grouped-query attention and a
 // SwiGLU MLP (no biases), a final RMSNorm and an untied output projection.

@@ -1,0 +1,97 @@
+// parallax solve PROBLEM.json[.gz]: solves a sharding problem (IOPDDL format) and prints one JSON
+// object; --evaluate prices a given solution instead.
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.h"
+#include "parallax/core/error.h"
+#include "parallax/plan/problem.h"
+#include "parallax/plan/solver.h"
+
+namespace px::cli {
+namespace {
+
+// Integral values as JSON integers (the contest's costs), others as doubles.
+nlohmann::ordered_json number_json(double value) {
+  if (value == std::trunc(value) && std::fabs(value) < 9.2e18) return static_cast<int64_t>(value);
+  return value;
+}
+
+struct SolveArguments {
+  std::string problem;
+  double time_limit_s = 60;
+  std::string solver = "auto";
+  uint64_t seed = 0;
+  std::string out;
+  std::string evaluate;
+  bool progress = false;
+};
+
+int run_solve(const SolveArguments& args) {
+  try {
+    const plan::ShardingProblem problem = plan::read_problem(args.problem);
+    if (!args.evaluate.empty()) {
+      const plan::Evaluation evaluation = plan::evaluate(problem, plan::read_choice(args.evaluate));
+      nlohmann::ordered_json out;
+      out["name"] = problem.name;
+      out["cost"] = number_json(evaluation.cost);
+      out["feasible"] = evaluation.feasible;
+      out["peak_usage"] = number_json(evaluation.peak_usage);
+      out["peak_step"] = evaluation.peak_step;
+      if (problem.usage_limit) out["usage_limit"] = number_json(*problem.usage_limit);
+      if (!evaluation.feasible) out["violation"] = evaluation.violation;
+      std::cout << out.dump() << std::endl;
+      return 0;
+    }
+    plan::SolveOptions options;
+    options.solver = plan::parse_solver_kind(args.solver);
+    options.time_limit_s = args.time_limit_s;
+    options.seed = args.seed;
+    if (args.progress) {
+      options.on_progress = [](double elapsed_s, double best_cost) {
+        std::cerr << std::fixed << std::setprecision(2) << "[" << elapsed_s << " s] best " << std::setprecision(0)
+                  << best_cost << std::endl;
+      };
+    }
+    const plan::SolveResult result = plan::solve(problem, options);
+    if (!args.out.empty()) plan::write_choice(problem, result.choice, args.out);
+    std::cout << plan::solve_result_json(problem, result) << std::endl;
+    return 0;
+  } catch (const px::Error& error) {
+    std::cerr << "parallax solve: " << error.what() << std::endl;
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "parallax solve: " << error.what() << std::endl;
+    return 2;
+  }
+}
+
+}  // namespace
+
+Command add_solve_command(CLI::App& app) {
+  auto args = std::make_shared<SolveArguments>();
+  CLI::App* sub = app.add_subcommand("solve",
+                                     "Solve a sharding problem (IOPDDL JSON, optionally .gz) and print one "
+                                     "JSON object: name, cost, feasible, peak_usage, wall_s, solver, "
+                                     "bound and gap where known");
+  sub->add_option("problem", args->problem, "PROBLEM.json or PROBLEM.json.gz")->required();
+  sub->add_option("--time-limit", args->time_limit_s, "Time limit in seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--solver", args->solver, "auto, ilp (exact, COIN-OR CBC) or fast")
+      ->check(CLI::IsMember({"auto", "ilp", "fast"}))
+      ->capture_default_str();
+  sub->add_option("--seed", args->seed, "Random seed (same seed, same answer unless the time limit cuts it short)")
+      ->capture_default_str();
+  sub->add_option("--out", args->out, "Write the solution here ({\"name\", \"strategies\"}; .gz compresses)");
+  sub->add_option("--evaluate", args->evaluate, "Check and price this solution instead of solving");
+  sub->add_flag("--progress", args->progress, "Print each better solution to stderr");
+  return {sub, [args] { return run_solve(*args); }};
+}
+
+}  // namespace px::cli

@@ -1,0 +1,77 @@
+#pragma once
+// DeviceProfile: what the planner's cost model knows about one device: peak compute
+// rates, memory bandwidth and capacity, and the links between devices. Op times are
+// rooflines: an op takes
+//   max(flops / peak, (bytes read + bytes written) / memory bandwidth)
+// where the peak is a matmul rate for ops whose OpTraits say `matmul_like` (matmul,
+// linear, attention: what runs on tensor cores) and the vector rate for everything
+// else. Rooflines rank plans; they ignore launch overheads, cache reuse and overlap, so
+// they predict wall time only to a factor.
+//
+// GPU figures are NVIDIA's published peaks for the SXM parts (dense, no sparsity); see
+// device_profile.cpp for the sources. Capacities are the datasheet figures in decimal
+// bytes (80 GB = 80e9), a little below what the device reports, which leaves room for
+// the runtime's own buffers.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "parallax/core/dtype.h"
+#include "parallax/dist/comm_cost.h"
+#include "parallax/dist/device_mesh.h"
+#include "parallax/ops/op_def.h"
+
+namespace px::plan {
+
+struct DeviceProfile {
+  std::string name;
+  // Dense matmul peak for 16-bit inputs (BF16 tensor cores on GPUs), FLOP/s.
+  double matmul_flops_per_s = 0;
+  // Dense matmul peak for 32- and 64-bit inputs (TF32 tensor cores on GPUs, as PyTorch uses with
+  // allow_tf32; SGEMM on a CPU), FLOP/s.
+  double matmul_fp32_flops_per_s = 0;
+  // Peak for everything that is not matmul-like (FP32 CUDA-core rate on GPUs), FLOP/s.
+  double vector_flops_per_s = 0;
+  double memory_bytes_per_s = 0;     // main memory (HBM) bandwidth, bytes moved per second
+  double memory_capacity_bytes = 0;  // per device
+  // A cluster of these devices: `devices_per_node` consecutive ranks share a node and talk over
+  // `intra_node_link`; rings that leave a node run at `inter_node_link`.
+  int64_t devices_per_node = 8;
+  dist::LinkProfile intra_node_link;
+  dist::LinkProfile inter_node_link;
+
+  // ValueError naming the profile and the field when a rate, bandwidth or capacity is not
+  // positive and finite, or devices_per_node < 1.
+  void validate() const;
+};
+
+// H100 SXM5 80 GB: 989 TFLOP/s BF16, 495 TF32, 67 FP32; 3.35 TB/s HBM3; NVLink4 + NDR400.
+DeviceProfile h100();
+// H200 SXM 141 GB: the H100's compute; 4.8 TB/s HBM3e; NVLink4 + NDR400.
+DeviceProfile h200();
+// A100 SXM4 80 GB: 312 TFLOP/s BF16, 156 TF32, 19.5 FP32; 2.04 TB/s HBM2e; NVLink3 + HDR200.
+DeviceProfile a100();
+// This development machine's CPU, one rank per core, from the figures measured in
+// docs/benchmarks.md (see device_profile.cpp): SGEMM rate, memcpy bandwidth, and the threads
+// and MPI backends' fitted link profiles.
+DeviceProfile this_cpu();
+
+// A profile by name: "h100", "h200", "a100", "cpu" (this_cpu), or a profile's own name
+// ("h100-sxm"). ValueError listing the names for an unknown one.
+DeviceProfile device_profile(std::string_view name);
+// The topology of `mesh` on a cluster of these devices: MeshTopology::cluster with the
+// profile's devices_per_node and links (an 8x8 mesh of H100s: dim 0 InfiniBand, dim 1 NVLink).
+dist::MeshTopology cluster_topology(const dist::DeviceMesh& mesh, const DeviceProfile& device);
+
+// The roofline time of an op with this cost: max(flops / peak, bytes / bandwidth). `matmul_like`
+// picks the matmul peak (16-bit or 32-bit by `dtype`, the op's input dtype) over the vector peak.
+double roofline_seconds(const OpCost& cost, bool matmul_like, DType dtype, const DeviceProfile& device);
+
+// The roofline time of `op` on these (local) metas: its cost facet (an op without one moves its
+// inputs and outputs once and computes nothing), its `matmul_like` trait, the dtype of input 0
+// (of output 0 when it has no inputs).
+double op_seconds(const OpDef& op, const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs,
+                  const Attrs& attrs, const DeviceProfile& device);
+
+}  // namespace px::plan

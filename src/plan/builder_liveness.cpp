@@ -1,0 +1,87 @@
+// Liveness intervals in real and compressed time (see plan/builder.h, "Memory").
+
+#include <algorithm>
+#include <map>
+
+#include "plan/builder_internal.h"
+
+namespace px::plan::detail {
+
+Liveness compute_liveness(const JointProgram& program, const std::vector<bool>& persistent,
+                          const std::vector<bool>& grad_only) {
+  const ir::Graph& graph = program.graph;
+  const auto& nodes = graph.nodes();
+  Liveness live;
+  live.steps = static_cast<int64_t>(nodes.size()) + 1;
+
+  // Exclusive end of every value: one past its last reader, at least one past its definition.
+  std::map<ir::ValueId, int64_t> end;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    end[graph.inputs()[i]] = persistent[i] ? live.steps : 1;
+  }
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    auto step = static_cast<int64_t>(n) + 1;
+    for (ir::ValueId output : nodes[n].outputs) end[output] = step + 1;
+    for (ir::ValueId input : nodes[n].inputs) end[input] = std::max(end[input], step + 1);
+  }
+  for (size_t o = 0; o < graph.outputs().size(); ++o) {
+    if (!grad_only[o]) end[graph.outputs()[o]] = live.steps;
+  }
+  // A view keeps its base's storage alive: last readers first, so chains of views propagate.
+  for (size_t n = nodes.size(); n-- > 0;) {
+    const ir::Node& node = nodes[n];
+    if (node.op->traits.view && !node.inputs.empty() && !node.outputs.empty()) {
+      int64_t& base = end[node.inputs.front()];
+      base = std::max(base, end[node.outputs.front()]);
+    }
+  }
+
+  live.input_end.resize(graph.inputs().size());
+  for (size_t i = 0; i < graph.inputs().size(); ++i) live.input_end[i] = end[graph.inputs()[i]];
+  live.node_end.resize(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    int64_t last = static_cast<int64_t>(n) + 2;
+    for (ir::ValueId output : nodes[n].outputs) last = std::max(last, end[output]);
+    live.node_end[n] = last;
+  }
+  return live;
+}
+
+TimeCompression::TimeCompression(const std::vector<bool>& kept_step) {
+  for (size_t s = 0; s < kept_step.size(); ++s) {
+    if (kept_step[s]) kept_.push_back(static_cast<int64_t>(s));
+  }
+}
+
+bool TimeCompression::map(int64_t start, int64_t end, int64_t& mapped_start, int64_t& mapped_end) const {
+  // [first kept step >= start, last kept step <= end - 1], as compressed indices.
+  auto first = std::lower_bound(kept_.begin(), kept_.end(), start);
+  auto past_last = std::upper_bound(kept_.begin(), kept_.end(), end - 1);
+  if (first >= past_last) {
+    mapped_start = mapped_end = 0;
+    return false;
+  }
+  mapped_start = first - kept_.begin();
+  mapped_end = past_last - kept_.begin();
+  return true;
+}
+
+int64_t max_overlap(std::vector<std::pair<int64_t, int64_t>> intervals) {
+  // Sweep: +1 at a start, -1 at an end; an end and a start at the same step do not overlap.
+  std::vector<std::pair<int64_t, int>> events;
+  events.reserve(intervals.size() * 2);
+  for (const auto& [start, end] : intervals) {
+    if (end <= start) continue;
+    events.emplace_back(start, 1);
+    events.emplace_back(end, -1);
+  }
+  std::sort(events.begin(), events.end());  // at equal steps, -1 sorts before +1
+  int64_t current = 0, best = 0;
+  for (const auto& event : events) {
+    current += event.second;
+    best = std::max(best, current);
+  }
+  return best;
+}
+
+}  // namespace px::plan::detail

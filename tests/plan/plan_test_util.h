@@ -1,0 +1,48 @@
+#pragma once
+// Shared by the planner's tests: the IOPDDL example, seeded random problems, an exhaustive
+// solver to check the others against, and temporary files.
+
+#include <cstdint>
+#include <string>
+
+#include "parallax/plan/problem.h"
+#include "parallax/plan/solver.h"
+
+namespace px::plan::testing {
+
+// google/iopddl's example.json (Apache License 2.0), as shipped in ../shared/iopddl/. Its
+// optimum is 445 with strategies [0, 0, 2, 1, 0].
+const std::string& example_json();
+
+struct RandomProblemSpec {
+  int32_t nodes = 10;
+  int32_t min_strategies = 2;
+  int32_t max_strategies = 4;
+  int32_t extra_edges = 3;      // beyond a random spanning tree (they close cycles)
+  double limit_fraction = 0.4;  // limit = least peak + fraction * (largest peak - least peak)
+  bool with_limit = true;
+  double prohibitive_fraction = 0.0;  // edge entries set to 1e18 (incompatible), as in the contest
+};
+
+// Deterministic for a seed; always has a feasible choice when with_limit.
+ShardingProblem random_problem(uint64_t seed, const RandomProblemSpec& spec = {});
+
+struct BruteForce {
+  bool feasible = false;
+  double cost = 0;  // the least cost over feasible choices (over all choices when none is feasible)
+  Choice choice;
+};
+
+// Exhaustive search with pruning (usages are >= 0); for small problems only.
+BruteForce brute_force(const ShardingProblem& problem);
+
+// A fresh path under the test temporary directory (not created).
+std::string temp_path(const std::string& name);
+// A whole file as bytes ("" when it cannot be read), and a file written with these bytes.
+std::string slurp(const std::string& path);
+void spit(const std::string& path, const std::string& text);
+
+// The exact solver (CBC) with a 60 s limit.
+SolveOptions exact_solver();
+
+}  // namespace px::plan::testing
