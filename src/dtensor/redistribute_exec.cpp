@@ -35,12 +35,12 @@ Tensor zeros_op(const Shape& shape, DType dtype) {
   return call1("full", {}, {{"shape", shape}, {"value", 0.0}, {"dtype", dtype}});
 }
 
-Tensor run_redistribute(const Tensor& local, const Tensor& mask, const RedistributePlan& plan,
-                        const dist::MeshGroups& groups) {
-  const std::vector<int64_t>& coordinate = groups.coordinate();
+Tensor run_redistribute(const Tensor& local, const Tensor& mask, const RedistributePlan& plan, int rank) {
+  const dist::DeviceMesh& mesh = plan.from.mesh;
+  const std::vector<int64_t> coordinate = mesh.coordinate(rank);
   Tensor x = local;
   for (const RedistributeStep& step : plan.steps) {
-    const std::vector<int>& ranks = groups.group_ranks(step.mesh_dim);
+    const std::vector<int> ranks = mesh.group_ranks(step.mesh_dim, rank);
     int64_t n = plan.from.mesh.size(step.mesh_dim);
     int64_t here = coordinate[static_cast<size_t>(step.mesh_dim)];
     switch (step.kind) {

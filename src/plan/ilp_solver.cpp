@@ -26,6 +26,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace px::plan {
@@ -66,6 +67,16 @@ struct Triplets {
     value.push_back(v);
   }
 };
+
+// CBC 2.10 as Debian builds it (without CBC_THREAD_SAFE) keeps process-wide statics in the
+// argument parsing behind Cbc_solve: two threads solving at once garble each other's parameters,
+// and CBC falls back to prompting on stdin (coin-or/Cbc#332; OR-Tools builds CBC thread-safe for
+// this reason). The library is process-global state, so its guard is too: one CBC solve at a
+// time per process. A solve that cannot get it before its deadline reports no solution.
+std::timed_mutex& cbc_mutex() {
+  static std::timed_mutex mutex;
+  return mutex;
+}
 
 struct CbcDeleter {
   void operator()(Cbc_Model* model) const { Cbc_deleteModel(model); }
@@ -349,6 +360,8 @@ IlpOutcome solve_ilp_model(const Model& model, const IlpOptions& options) {
     value[at] = a.value[t];
   }
   const std::vector<double> column_lower(num_columns, 0.0);
+  std::unique_lock<std::timed_mutex> cbc_lock(cbc_mutex(), std::defer_lock);
+  if (!cbc_lock.try_lock_until(options.deadline)) return outcome;
   std::unique_ptr<Cbc_Model, CbcDeleter> cbc(Cbc_newModel());
   Cbc_loadProblem(cbc.get(), num_columns, num_rows, start.data(), index.data(), value.data(), column_lower.data(),
                   column_upper.data(), objective.data(), row_lower.data(), row_upper.data());

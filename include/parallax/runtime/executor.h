@@ -1,0 +1,62 @@
+#pragma once
+// A per-rank graph executor: ir::interpret's node-by-node evaluation through the dispatcher
+// (every intermediate released right after its last use), with the liveness worked out once
+// per graph, since a rank runs the same graph every training step, and with a record of the
+// memory the run held.
+//
+// Memory is counted by storage: the bytes of every distinct dense Storage the executor holds
+// (a view shares its base's storage and adds nothing; an op that returns a view of an input
+// adds nothing). The inputs count for the whole run: the caller holds them anyway, so their
+// memory is in use whether or not the graph still reads them. Outputs count from the node that
+// makes them to the end. Meta, proxy and subclass tensors hold no storage and count 0, and
+// scratch memory a kernel allocates and frees inside one call is not seen.
+
+#include <cstdint>
+#include <vector>
+
+#include "parallax/core/tensor.h"
+#include "parallax/ir/graph.h"
+
+namespace px::runtime {
+
+struct ExecutionStats {
+  // The largest total, over the run, of the bytes of distinct storages held: measured after
+  // each node's results arrive and before its dead inputs are released (the moment both live).
+  double peak_bytes = 0;
+  double input_bytes = 0;  // bytes of the distinct storages of the inputs
+  int64_t nodes = 0;       // nodes run
+  double seconds = 0;      // wall time of the run, checks included
+};
+
+class Executor {
+ public:
+  // Copies the graph and precomputes, for each node, the values it is the last reader of.
+  // ValueError for a node without an op, a node that reads a value defined by no input or
+  // earlier node, or an output that is defined nowhere (the checks ir::verify would make).
+  explicit Executor(ir::Graph graph);
+
+  // One tensor per graph input, in order, with exactly that input's shape and dtype
+  // (ValueError naming the input otherwise). Returns one tensor per graph output. `stats`, if
+  // given, is overwritten. Const: one Executor may run on several threads at once.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, ExecutionStats* stats = nullptr) const;
+
+  const ir::Graph& graph() const { return graph_; }
+
+ private:
+  struct Step {
+    std::vector<int64_t> inputs;   // slots read, in order
+    std::vector<int64_t> outputs;  // slots written; -1 for an output nobody reads
+    std::vector<int64_t> release;  // slots whose last reader this node is (distinct)
+  };
+
+  ir::Graph graph_;
+  int64_t num_slots_ = 0;
+  std::vector<int64_t> input_slots_;   // per graph input; -1 when nothing reads it
+  std::vector<int64_t> output_slots_;  // per graph output
+  std::vector<Step> steps_;            // per node
+};
+
+// Executor(graph).run(inputs, stats), for a graph run once.
+std::vector<Tensor> execute(const ir::Graph& graph, const std::vector<Tensor>& inputs, ExecutionStats* stats = nullptr);
+
+}  // namespace px::runtime

@@ -1,0 +1,189 @@
+#include "parallax/lower/lower.h"
+
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "dtensor/redistribute_exec.h"
+#include "parallax/core/error.h"
+#include "parallax/dist/sharding.h"
+#include "parallax/dtensor/redistribute.h"
+#include "parallax/dtensor/strategy.h"
+#include "parallax/ir/provenance.h"
+#include "parallax/ir/tracer.h"
+#include "parallax/ops/dispatch.h"
+
+namespace px::lower {
+
+namespace {
+
+// A joint graph value on this rank while lowering: its local shard (a proxy of the trace), its
+// mask when MaskPartial, and where it lives.
+struct Placed {
+  Tensor local;
+  Tensor mask;
+  DTensorSpec spec;
+};
+
+// Placements with every Partial and MaskPartial dim made Replicate: what a user reads.
+std::vector<Placement> reduced(std::vector<Placement> placements) {
+  for (Placement& placement : placements) {
+    if (std::holds_alternative<Partial>(placement) || std::holds_alternative<MaskPartial>(placement)) {
+      placement = Replicate{};
+    }
+  }
+  return placements;
+}
+
+void check_plan(const JointProgram& program, const plan::DecodedPlan& plan, const dist::DeviceMesh& mesh) {
+  const ir::Graph& graph = program.graph;
+  if (plan.inputs.size() != graph.inputs().size() || plan.nodes.size() != graph.nodes().size()) {
+    throw ValueError("lower: the plan places " + std::to_string(plan.inputs.size()) + " inputs and " +
+                     std::to_string(plan.nodes.size()) + " nodes, but graph '" + graph.name() + "' has " +
+                     std::to_string(graph.inputs().size()) + " inputs and " + std::to_string(graph.nodes().size()) +
+                     " nodes (a plan for another program?)");
+  }
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (static_cast<int64_t>(plan.inputs[i].size()) != mesh.ndim()) {
+      throw ValueError("lower: input " + std::to_string(i) + " of graph '" + graph.name() + "' has " +
+                       std::to_string(plan.inputs[i].size()) + " placements for a mesh of " +
+                       std::to_string(mesh.ndim()) + " dims");
+    }
+  }
+}
+
+std::string node_label(const ir::Node& node, size_t index) {
+  std::string label = "node " + std::to_string(index) + " (" + node.op->name;
+  if (!node.provenance.module_path.empty()) label += " @" + node.provenance.module_path;
+  return label + ")";
+}
+
+}  // namespace
+
+std::vector<std::vector<Placement>> output_placements(const JointProgram& program, const plan::DecodedPlan& plan,
+                                                      const dist::DeviceMesh& mesh) {
+  check_plan(program, plan, mesh);
+  const ir::Graph& graph = program.graph;
+  // Where each value is produced: graph inputs by their placements, node outputs by their strategy.
+  std::map<ir::ValueId, std::vector<Placement>> produced;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) produced[graph.inputs()[i]] = plan.inputs[i];
+  for (size_t n = 0; n < graph.nodes().size(); ++n) {
+    const ir::Node& node = graph.nodes()[n];
+    for (size_t o = 0; o < node.outputs.size(); ++o) produced[node.outputs[o]] = plan.nodes[n].outputs[o];
+  }
+  std::vector<std::vector<Placement>> result(graph.outputs().size());
+  for (size_t j = 0; j < graph.outputs().size(); ++j) result[j] = reduced(produced.at(graph.outputs()[j]));
+  // A gradient goes where the input it differentiates lives.
+  for (size_t d = 0; d < program.outputs.size(); ++d) {
+    const OutputDescriptor& descriptor = program.outputs[d];
+    const int64_t j = program.graph_output[d];
+    if (j < 0 || descriptor.kind != OutputDescriptor::Kind::Grad) continue;
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      if (program.inputs[i] == descriptor.of.front()) result[static_cast<size_t>(j)] = plan.inputs[i];
+    }
+  }
+  return result;
+}
+
+RankProgram lower_rank(const JointProgram& program, const plan::DecodedPlan& plan, const dist::DeviceMesh& mesh,
+                       const dist::MeshTopology& topology, int rank) {
+  if (!mesh.contains(rank)) {
+    throw ValueError("lower: rank " + std::to_string(rank) + " is not in " + mesh.str());
+  }
+  const ir::Graph& graph = program.graph;
+  RankProgram result;
+  result.rank = rank;
+  result.coordinate = mesh.coordinate(rank);
+  result.input_placements = plan.inputs;
+  result.output_placements = output_placements(program, plan, mesh);
+  for (ir::ValueId id : graph.inputs()) result.global_inputs.push_back(graph.meta(id));
+  for (ir::ValueId id : graph.outputs()) result.global_outputs.push_back(graph.meta(id));
+
+  ir::Tracer tracer(graph.name() + ".rank" + std::to_string(rank));
+  std::map<ir::ValueId, Placed> values;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const ir::ValueId id = graph.inputs()[i];
+    const TensorMeta& global = graph.meta(id);
+    const Shape local = dist::local_shape(global.shape, plan.inputs[i], mesh, result.coordinate);
+    values[id] = Placed{tracer.add_input(graph.value(id).name, TensorMeta{local, global.dtype}), Tensor(),
+                        DTensorSpec{mesh, plan.inputs[i], global}};
+  }
+
+  {
+    InterceptScope scope(tracer);
+    // (value, placements) -> its local shard so placed: one redistribution per value and target.
+    std::map<std::pair<ir::ValueId, std::string>, Tensor> moved;
+    auto placed_as = [&](ir::ValueId id, const std::vector<Placement>& target) -> Tensor {
+      const Placed& value = values.at(id);
+      if (value.spec.placements == target) return value.local;
+      const auto key = std::make_pair(id, placements_str(target));
+      if (auto found = moved.find(key); found != moved.end()) return found->second;
+      const RedistributePlan steps = plan_redistribute(value.spec, target, topology);
+      Tensor local = detail::run_redistribute(value.local, value.mask, steps, rank);
+      moved.emplace(key, local);
+      return local;
+    };
+
+    for (size_t n = 0; n < graph.nodes().size(); ++n) {
+      const ir::Node& node = graph.nodes()[n];
+      const NdStrategy& strategy = plan.nodes[n];
+      try {
+        if (strategy.inputs.size() != node.inputs.size() || strategy.outputs.size() != node.outputs.size()) {
+          throw ValueError("its strategy " + nd_strategy_str(strategy) + " does not match its " +
+                           std::to_string(node.inputs.size()) + " inputs and " + std::to_string(node.outputs.size()) +
+                           " outputs");
+        }
+        ir::ProvenanceScope provenance(node.provenance);
+        std::vector<TensorMeta> global_inputs;
+        std::vector<Tensor> locals;
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+          global_inputs.push_back(graph.meta(node.inputs[k]));
+          locals.push_back(placed_as(node.inputs[k], strategy.inputs[k]));
+        }
+        const LocalCallPlan call =
+            plan_local_call(*node.op, global_inputs, node.attrs, strategy, mesh, result.coordinate);
+        LocalResult local = run_local(*node.op, locals, call);
+        for (size_t o = 0; o < node.outputs.size(); ++o) {
+          values[node.outputs[o]] = Placed{local.outputs[o], o < local.masks.size() ? local.masks[o] : Tensor(),
+                                           DTensorSpec{mesh, strategy.outputs[o], call.global_outputs[o]}};
+        }
+      } catch (const Error& error) {
+        throw ValueError("lower: rank " + std::to_string(rank) + ", " + node_label(node, n) + " under " +
+                         nd_strategy_str(strategy) + ": " + error.what());
+      }
+    }
+
+    std::vector<Tensor> outputs;
+    for (size_t j = 0; j < graph.outputs().size(); ++j) {
+      outputs.push_back(placed_as(graph.outputs()[j], result.output_placements[j]));
+    }
+    tracer.set_outputs(outputs);
+  }
+  result.graph = tracer.finish();
+  for (const ir::Node& node : result.graph.nodes()) result.collectives += node.op->traits.collective ? 1 : 0;
+  return result;
+}
+
+std::vector<RankProgram> lower_all(const JointProgram& program, const plan::DecodedPlan& plan,
+                                   const dist::DeviceMesh& mesh, const dist::MeshTopology& topology) {
+  std::vector<RankProgram> programs;
+  for (int rank : mesh.ranks()) programs.push_back(lower_rank(program, plan, mesh, topology, rank));
+  return programs;
+}
+
+std::string dump(const std::vector<RankProgram>& programs) {
+  std::ostringstream out;
+  for (const RankProgram& program : programs) {
+    out << "# rank " << program.rank << " at [";
+    for (size_t i = 0; i < program.coordinate.size(); ++i) out << (i ? ", " : "") << program.coordinate[i];
+    out << "]: " << program.graph.nodes().size() << " nodes, " << program.collectives << " collectives\n";
+    for (size_t i = 0; i < program.input_placements.size(); ++i) {
+      out << "#   input " << i << " " << program.global_inputs[i].str() << " "
+          << placements_str(program.input_placements[i]) << "\n";
+    }
+    out << program.graph.str() << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace px::lower
