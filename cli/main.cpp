@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Parallax: automatic parallelization of tensor programs"};
   app.name("parallax");
   app.require_subcommand(1);
-  const std::vector<px::cli::Command> commands = {px::cli::add_plan_command(app), px::cli::add_solve_command(app)};
+  const std::vector<px::cli::Command> commands = {px::cli::add_plan_command(app), px::cli::add_run_command(app),
+                                                  px::cli::add_solve_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

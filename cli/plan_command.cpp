@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "mesh_arguments.h"
 #include "parallax/autodiff/training_step.h"
 #include "parallax/core/error.h"
 #include "parallax/nn/zoo.h"
@@ -48,47 +49,6 @@ struct PlanArguments {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// "8x8" or "2,4" -> {8, 8}. ValueError naming the text.
-std::vector<int64_t> parse_mesh(const std::string& text) {
-  std::vector<int64_t> shape;
-  auto bad = [&] { return ValueError("--mesh: expected sizes like 8 or 8x8 or 2,2,2, got '" + text + "'"); };
-  const char separator = text.find(',') != std::string::npos ? ',' : 'x';
-  for (size_t begin = 0; begin <= text.size();) {
-    const size_t end = std::min(text.find(separator, begin), text.size());
-    const std::string part = text.substr(begin, end - begin);
-    begin = end + 1;
-    size_t used = 0;
-    int64_t size = 0;
-    try {
-      size = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      throw bad();
-    }
-    if (used != part.size() || size < 1) throw bad();
-    shape.push_back(size);
-  }
-  return shape;
-}
-
-std::vector<std::string> parse_dims(const std::string& text, size_t count) {
-  if (text.empty()) {
-    if (count == 1) return {"dp"};
-    if (count == 2) return {"dp", "tp"};
-    std::vector<std::string> names;
-    for (size_t i = 0; i < count; ++i) names.push_back("d" + std::to_string(i));
-    return names;
-  }
-  std::vector<std::string> names;
-  std::string part;
-  std::istringstream in(text);
-  while (std::getline(in, part, ',')) names.push_back(part);
-  if (names.size() != count) {
-    throw ValueError("--mesh-dims: " + std::to_string(names.size()) + " names for a mesh of " + std::to_string(count) +
-                     " dims");
-  }
-  return names;
-}
-
 std::string seconds_text(double seconds) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(seconds < 10 ? 2 : 1) << seconds << " s";
@@ -100,7 +60,7 @@ int run_plan(const PlanArguments& args) {
     const Clock::time_point start = Clock::now();
     const nn::ModelSpec model = nn::load_model(args.model);
     const std::vector<int64_t> shape = parse_mesh(args.mesh);
-    const dist::DeviceMesh mesh(shape, parse_dims(args.mesh_dims, shape.size()));
+    const dist::DeviceMesh mesh(shape, mesh_dim_names(args.mesh_dims, shape.size()));
     const int64_t batch = args.batch > 0 ? args.batch : mesh.size();
     const int64_t seq = args.seq > 0 ? args.seq : std::min<int64_t>(model.max_seq(), 2048);
 
@@ -193,17 +153,7 @@ Command add_plan_command(CLI::App& app) {
   std::string names;
   for (const std::string& name : nn::zoo_names()) names += (names.empty() ? "" : ", ") + name;
   sub->add_option("--model", args->model, "A zoo model (" + names + ") or a JSON config file")->required();
-  const CLI::Validator mesh_shape(
-      [](const std::string& text) {
-        try {
-          parse_mesh(text);
-          return std::string();
-        } catch (const ValueError& error) {
-          return std::string(error.what());
-        }
-      },
-      "SHAPE");
-  sub->add_option("--mesh", args->mesh, "Mesh shape: 8, 8x8, 2,2,2")->check(mesh_shape)->capture_default_str();
+  sub->add_option("--mesh", args->mesh, "Mesh shape: 8, 8x8, 2,2,2")->check(mesh_validator())->capture_default_str();
   sub->add_option("--mesh-dims", args->mesh_dims, "Mesh dim names, comma-separated (default dp / dp,tp)");
   sub->add_option("--batch", args->batch, "Global batch (default: one sample per device)")->check(CLI::PositiveNumber);
   sub->add_option("--seq", args->seq, "Sequence length (default: the model's max_seq, at most 2048)")

@@ -102,23 +102,26 @@ plan::ShardingPlan AutoParallel::optimize_placement() {
 }
 
 plan::ShardingPlan AutoParallel::optimize_placement(const dist::MeshGroups& groups) {
+  return broadcast_plan(groups, [this] { return optimize_placement(); });
+}
+
+plan::ShardingPlan AutoParallel::broadcast_plan(const dist::MeshGroups& groups,
+                                                const std::function<plan::ShardingPlan()>& make) {
   if (groups.mesh() != problem_.mesh) {
-    throw ValueError("optimize_placement: the groups' mesh " + groups.mesh().str() + " is not the planned mesh " +
+    throw ValueError("broadcast_plan: the groups' mesh " + groups.mesh().str() + " is not the planned mesh " +
                      problem_.mesh.str());
   }
   dist::ProcessGroup& world = groups.world();
   std::string text;
-  bool failed = false;
   if (world.rank() == 0) {
     try {
-      text = plan_json(optimize_placement());
+      text = plan_json(make());
     } catch (const Error& error) {
       broadcast_text(world, error.what(), true);
       throw;
     }
   }
-  text = broadcast_text(world, text, failed);
-  return plan_from_json(text);
+  return plan_from_json(broadcast_text(world, text, false));
 }
 
 ParallelModule AutoParallel::apply_placement(const plan::ShardingPlan& sharding,

@@ -10,32 +10,16 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/plan_test_util.h"
+#include "support/cli_runner.h"
 
 namespace px::plan {
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
+using px::testing::CliRun;
 using testing::slurp;
 using testing::spit;
 
-CliRun parallax(const std::string& arguments) {
-  const std::string out = testing::temp_path("stdout");
-  const std::string err = testing::temp_path("stderr");
-  const std::string command =
-      std::string("'") + PARALLAX_CLI_PATH + "' " + arguments + " >'" + out + "' 2>'" + err + "'";
-  const int raw = std::system(command.c_str());
-  CliRun run;
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return run;
-}
+CliRun parallax(const std::string& arguments) { return px::testing::run_cli(PARALLAX_CLI_PATH, arguments); }
 
 class Cli : public ::testing::Test {
  protected:

@@ -15,6 +15,7 @@
 // solved on one rank, or loaded from JSON, applies on all of them: its fingerprint (the joint
 // graph's hash and the mesh) is checked on every rank.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,10 @@ class AutoParallel {
   // Collective over `groups`' world: rank 0 solves, every rank receives the plan as JSON and
   // checks its fingerprint against its own program.
   plan::ShardingPlan optimize_placement(const dist::MeshGroups& groups);
+  // Collective: rank 0 calls `make` (solve, pick a baseline, load a file), every rank receives its
+  // plan as JSON and checks the fingerprint. An error on rank 0 reaches every rank (InfeasiblePlan
+  // with rank 0's message on the others).
+  plan::ShardingPlan broadcast_plan(const dist::MeshGroups& groups, const std::function<plan::ShardingPlan()>& make);
   // This rank's module under `sharding` (solved here, loaded, or a baseline's plan).
   ParallelModule apply_placement(const plan::ShardingPlan& sharding, std::shared_ptr<const dist::MeshGroups> groups);
 

@@ -1,0 +1,362 @@
+// parallax run: plans a zoo model on a mesh and trains it for N steps on synthetic data, on the
+// threads backend (N ranks in this process) or one rank per process under mpirun; --check
+// trains the same steps on one device and fails loudly on any difference.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "mesh_arguments.h"
+#include "parallax/api/auto_parallel.h"
+#include "parallax/core/error.h"
+#include "parallax/dist/process_group.h"
+#include "parallax/nn/zoo.h"
+#include "parallax/ops/factory.h"
+#include "parallax/plan/device_profile.h"
+
+namespace px::cli {
+namespace {
+
+struct RunArguments {
+  std::string model;
+  std::string mesh = "2";
+  std::string mesh_dims;
+  int64_t batch = 8;
+  int64_t seq = 0;  // 0: min(max_seq, 16)
+  int64_t steps = 10;
+  std::string plan = "solver";
+  std::string dtype = "f32";
+  std::string optimizer = "adamw";
+  double lr = 1e-2;
+  double max_grad_norm = 0;
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  std::string backend = "auto";
+  bool check = false;
+  double check_tolerance = -1;  // < 0: by dtype
+  bool baselines = true;
+  std::string dump_graphs;
+  std::string json;
+  size_t parameters = 12;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Synthetic data the model can learn, the same on every rank: for the language models, tokens
+// whose target is the next token id (t + 1 mod vocab); for the MLP, the class is the largest of
+// the first `out` features.
+struct Batches {
+  nn::ModelSpec spec;
+  int64_t batch = 0, seq = 0;
+  uint64_t seed = 0;
+
+  std::tuple<Tensor, Tensor> at(int64_t step) const {
+    std::mt19937_64 random(seed * 1000003 + static_cast<uint64_t>(step));
+    if (spec.kind == nn::ModelSpec::Kind::Mlp) {
+      Tensor x = px::full({batch, spec.mlp.in}, 0.0, DType::Float64);
+      Tensor y = px::full({batch}, 0.0, DType::Int64);
+      std::normal_distribution<double> normal;
+      for (int64_t i = 0; i < batch; ++i) {
+        int64_t best = 0;
+        for (int64_t j = 0; j < spec.mlp.in; ++j) {
+          const double value = normal(random);
+          x.data<double>()[i * spec.mlp.in + j] = value;
+          if (j < spec.mlp.out && value > x.data<double>()[i * spec.mlp.in + best]) best = j;
+        }
+        y.data<int64_t>()[i] = best;
+      }
+      return {x.to(spec.mlp.dtype), y};
+    }
+    const int64_t vocab = spec.kind == nn::ModelSpec::Kind::Gpt ? spec.gpt.vocab : spec.llama.vocab;
+    Tensor tokens = px::full({batch, seq}, 0.0, DType::Int64);
+    Tensor targets = px::full({batch, seq}, 0.0, DType::Int64);
+    std::uniform_int_distribution<int64_t> token(0, vocab - 1);
+    for (int64_t i = 0; i < batch * seq; ++i) {
+      tokens.data<int64_t>()[i] = token(random);
+      targets.data<int64_t>()[i] = (tokens.data<int64_t>()[i] + 1) % vocab;
+    }
+    return {tokens, targets};
+  }
+  std::tuple<Tensor, Tensor> metas() const {
+    auto [a, b] = at(0);
+    return {Tensor::meta(a.shape(), a.dtype()), Tensor::meta(b.shape(), b.dtype())};
+  }
+  int64_t tokens_per_step() const { return spec.kind == nn::ModelSpec::Kind::Mlp ? batch : batch * seq; }
+};
+
+// Calls f(model) with a fresh meta model of the spec's kind.
+template <class F>
+void with_model(const nn::ModelSpec& spec, F&& f) {
+  switch (spec.kind) {
+    case nn::ModelSpec::Kind::Mlp: {
+      nn::MlpLoss model(spec.mlp);
+      f(model);
+      return;
+    }
+    case nn::ModelSpec::Kind::Gpt: {
+      nn::LmLoss<nn::GPT> model(spec.gpt);
+      f(model);
+      return;
+    }
+    case nn::ModelSpec::Kind::Llama: {
+      nn::LmLoss<nn::Llama> model(spec.llama);
+      f(model);
+      return;
+    }
+  }
+}
+
+struct RunResult {
+  std::vector<double> losses;
+  std::vector<double> step_seconds;
+  std::vector<std::pair<std::string, Tensor>> parameters;  // whole, at the end (with --check)
+  double peak_bytes = 0;                                   // the largest over ranks
+  double predicted_step_s = 0;                             // the plan's cost under the device profile
+  std::string plan_label;
+};
+
+// Trains on `mesh` (every rank of the job runs this); rank 0 prints as it goes when `out` is set.
+RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batches& data, const dist::DeviceMesh& mesh,
+                dist::Backend backend, std::ostream* out) {
+  RunResult result;
+  std::mutex mutex;
+  dist::launch(
+      static_cast<int>(mesh.size()),
+      [&](int rank, dist::ProcessGroup& world) {
+        auto groups = std::make_shared<dist::MeshGroups>(mesh, world);
+        std::ostream* print = rank == 0 ? out : nullptr;
+        with_model(spec, [&](auto& model) {
+          AutoParallelOptions options;
+          options.plan.device = plan::device_profile(args.device);
+          options.train.seed = args.seed;
+          options.train.optimizer =
+              args.optimizer == "sgd" ? TrainOptions::OptimizerKind::Sgd : TrainOptions::OptimizerKind::AdamW;
+          options.train.adamw.lr = args.lr;
+          options.train.sgd.lr = args.lr;
+          if (args.max_grad_norm > 0) options.train.max_grad_norm = args.max_grad_norm;
+          AutoParallel ap(
+              model, [&] { return data.metas(); }, mesh, options);
+          const plan::ShardingPlan sharding = ap.broadcast_plan(*groups, [&]() -> plan::ShardingPlan {
+            if (args.plan == "solver") return ap.optimize_placement();
+            if (std::filesystem::is_regular_file(args.plan)) {
+              std::ifstream file(args.plan);
+              std::stringstream text;
+              text << file.rdbuf();
+              return ap.plan_from_json(text.str());
+            }
+            for (const plan::BaselineResult& baseline : ap.baselines()) {
+              if (baseline.baseline.name != args.plan) continue;
+              if (!baseline.plan) throw InfeasiblePlan(baseline.baseline.name + ": " + baseline.error);
+              return *baseline.plan;
+            }
+            throw ValueError("--plan: '" + args.plan + "' is neither solver, a baseline (DP, FSDP, TP" +
+                             std::string(mesh.ndim() > 1 ? ", FSDP+TP" : "") + ") nor a plan file");
+          });
+          if (print) {
+            *print << plan::format_report(ap.report(sharding), args.parameters) << "\n";
+            if (args.baselines) {
+              std::vector<plan::PlanReport> reports{ap.report(sharding)};
+              for (const plan::BaselineResult& baseline : ap.baselines()) {
+                if (baseline.plan) reports.push_back(ap.report(*baseline.plan));
+              }
+              *print << "predicted step time against the hand-written plans:\n"
+                     << plan::format_comparison(reports) << "\n";
+            }
+          }
+          ParallelModule module = ap.apply_placement(sharding, groups);
+          if (!args.dump_graphs.empty()) {
+            std::filesystem::create_directories(args.dump_graphs);
+            std::ofstream(args.dump_graphs + "/rank" + std::to_string(rank) + ".txt")
+                << lower::dump({module.program()});
+          }
+          std::vector<double> losses, seconds;
+          for (int64_t step = 0; step < args.steps; ++step) {
+            const auto [a, b] = data.at(step);
+            const Clock::time_point start = Clock::now();
+            module.train_step(a, b);
+            seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+            losses.push_back(module.last_loss());
+            if (print) {
+              *print << "step " << std::setw(4) << step + 1 << "  loss " << std::fixed << std::setprecision(6)
+                     << losses.back() << "  " << std::setprecision(0)
+                     << static_cast<double>(data.tokens_per_step()) / seconds.back() << " tokens/s" << std::endl;
+            }
+          }
+          Tensor peak = px::full({}, module.last_stats().peak_bytes, DType::Float64);
+          world.all_reduce(peak, ReduceOp::Max);
+          std::vector<std::pair<std::string, Tensor>> parameters;
+          if (args.check) {
+            for (const std::string& name : module.parameter_names()) {
+              parameters.emplace_back(name, module.full_tensor(name));
+            }
+          }
+          if (rank == 0) {
+            std::lock_guard<std::mutex> lock(mutex);
+            result =
+                RunResult{losses, seconds, parameters, peak.item<double>(), sharding.evaluation.cost, sharding.label};
+          }
+        });
+      },
+      dist::LaunchOptions{backend});
+  return result;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The first difference beyond `tolerance` (relative, with the same absolute floor), or "".
+std::string compare(const RunResult& mesh_run, const RunResult& single, double tolerance) {
+  auto close = [tolerance](double a, double b) { return std::fabs(a - b) <= tolerance * std::max(1.0, std::fabs(b)); };
+  for (size_t step = 0; step < single.losses.size(); ++step) {
+    if (!close(mesh_run.losses[step], single.losses[step])) {
+      std::ostringstream out;
+      out << std::setprecision(17) << "loss of step " << step + 1 << ": " << mesh_run.losses[step] << " on the mesh, "
+          << single.losses[step] << " on one device";
+      return out.str();
+    }
+  }
+  for (size_t p = 0; p < single.parameters.size(); ++p) {
+    const Tensor a = mesh_run.parameters[p].second.to(DType::Float64).contiguous();
+    const Tensor b = single.parameters[p].second.to(DType::Float64).contiguous();
+    for (int64_t i = 0; i < b.numel(); ++i) {
+      if (!close(a.data<double>()[i], b.data<double>()[i])) {
+        std::ostringstream out;
+        out << std::setprecision(17) << "parameter " << single.parameters[p].first << " element " << i << ": "
+            << a.data<double>()[i] << " on the mesh, " << b.data<double>()[i] << " on one device";
+        return out.str();
+      }
+    }
+  }
+  return "";
+}
+
+int run_run(const RunArguments& args) {
+  try {
+    nn::ModelSpec spec = nn::load_model(args.model);
+    const DType dtype = args.dtype == "f64" ? DType::Float64 : DType::Float32;
+    spec.mlp.dtype = spec.gpt.dtype = spec.llama.dtype = dtype;
+    const std::vector<int64_t> shape = parse_mesh(args.mesh);
+    const dist::DeviceMesh mesh(shape, mesh_dim_names(args.mesh_dims, shape.size()));
+    const Batches data{spec, args.batch, args.seq > 0 ? args.seq : std::min<int64_t>(spec.max_seq(), 16), args.seed};
+    const dist::Backend backend = dist::resolve_backend(args.backend == "threads" ? dist::Backend::Threads
+                                                        : args.backend == "mpi"   ? dist::Backend::Mpi
+                                                                                  : dist::Backend::Auto);
+    // Under MPI every process runs this; only the job's rank 0 talks.
+    const bool talk = backend == dist::Backend::Threads || std::getenv("OMPI_COMM_WORLD_RANK") == nullptr ||
+                      std::string(std::getenv("OMPI_COMM_WORLD_RANK")) == "0";
+    std::ostream* out = talk && args.json.empty() ? &std::cout : nullptr;
+    if (out) {
+      *out << "model   " << spec.describe() << "\nmesh    " << mesh.str() << ", " << dist::backend_name(backend)
+           << " backend, batch " << data.batch;
+      if (spec.kind != nn::ModelSpec::Kind::Mlp) *out << " x seq " << data.seq;
+      *out << ", " << args.steps << " steps of " << args.optimizer << " (lr " << args.lr << ")\n\n";
+    }
+    const RunResult result = train(args, spec, data, mesh, backend, out);
+    std::string mismatch;
+    const double tolerance =
+        args.check_tolerance >= 0 ? args.check_tolerance : (dtype == DType::Float64 ? 1e-10 : 1e-4);
+    if (args.check) {
+      RunResult single;
+      if (talk) single = train(args, spec, data, dist::DeviceMesh({1}), dist::Backend::Threads, nullptr);
+      if (talk) mismatch = compare(result, single, tolerance);
+    }
+    if (!talk) return 0;
+    const double seconds = median(result.step_seconds);
+    if (out) {
+      *out << "\nmedian step " << std::fixed << std::setprecision(2) << seconds * 1e3 << " ms (" << std::setprecision(0)
+           << static_cast<double>(data.tokens_per_step()) / seconds << " tokens/s), peak memory per rank "
+           << std::setprecision(1) << result.peak_bytes / 1e6 << " MB; the plan predicted " << std::setprecision(2)
+           << result.predicted_step_s * 1e3 << " ms on " << args.device << "\n";
+      if (args.check) {
+        std::ostringstream bound;
+        bound << (dtype == DType::Float64 ? "float64" : "float32") << ", relative " << tolerance;
+        *out << (mismatch.empty() ? "check: the mesh run matches the single-device run (" + bound.str() +
+                                        ") at every step and in every parameter\n"
+                                  : "check FAILED (" + bound.str() + "): " + mismatch + "\n");
+      }
+    }
+    if (!args.json.empty()) {
+      nlohmann::ordered_json json;
+      json["model"] = spec.name;
+      json["mesh"] = mesh.shape();
+      json["backend"] = dist::backend_name(backend);
+      json["losses"] = result.losses;
+      json["plan"] = result.plan_label;
+      json["median_step_s"] = seconds;
+      json["predicted_step_s"] = result.predicted_step_s;
+      json["peak_bytes"] = result.peak_bytes;
+      if (args.check) json["check"] = mismatch.empty() ? "ok" : mismatch;
+      std::ofstream(args.json) << std::setprecision(17) << json.dump() << "\n";
+    }
+    if (!mismatch.empty()) {
+      std::cerr << "parallax run: check failed: " << mismatch << std::endl;
+      return 2;
+    }
+    return 0;
+  } catch (const std::exception& error) {
+    std::cerr << "parallax run: " << error.what() << std::endl;
+    return 2;
+  }
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArguments>();
+  CLI::App* sub = app.add_subcommand(
+      "run",
+      "Plan a model on a mesh and train it on synthetic data: threads backend, or one rank per process under "
+      "mpirun; --check compares with a single-device run");
+  std::string names;
+  for (const std::string& name : nn::zoo_names()) names += (names.empty() ? "" : ", ") + name;
+  sub->add_option("--model", args->model, "A zoo model (" + names + ") or a JSON config file")->required();
+  sub->add_option("--mesh", args->mesh, "Mesh shape: 4, 2x2, 2,2")->check(mesh_validator())->capture_default_str();
+  sub->add_option("--mesh-dims", args->mesh_dims, "Mesh dim names, comma-separated (default dp / dp,tp)");
+  sub->add_option("--batch", args->batch, "Global batch")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--seq", args->seq, "Sequence length (default: the model's max_seq, at most 16)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--steps", args->steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--plan", args->plan, "solver, a baseline (DP, FSDP, TP, FSDP+TP) or a plan JSON file")
+      ->capture_default_str();
+  sub->add_option("--dtype", args->dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
+  sub->add_option("--optimizer", args->optimizer, "adamw or sgd")
+      ->check(CLI::IsMember({"adamw", "sgd"}))
+      ->capture_default_str();
+  sub->add_option("--lr", args->lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--max-grad-norm", args->max_grad_norm, "Clip gradients to this global norm")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--seed", args->seed, "Parameter and data seed")->capture_default_str();
+  sub->add_option("--device", args->device, "Device profile the plan is priced for: cpu, h100, h200, a100")
+      ->capture_default_str();
+  sub->add_option("--backend", args->backend, "auto (mpi under mpirun, else threads), threads or mpi")
+      ->check(CLI::IsMember({"auto", "threads", "mpi"}))
+      ->capture_default_str();
+  sub->add_flag("--check", args->check, "Train the same steps on one device and fail on any difference");
+  sub->add_option("--check-tolerance", args->check_tolerance,
+                  "Relative tolerance of --check (default: 1e-10 for f64, 1e-4 for f32)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("!--no-baselines", args->baselines, "Do not price the hand-written plans");
+  sub->add_option("--dump-graphs", args->dump_graphs, "Write each rank's lowered graph to DIR/rank<r>.txt");
+  sub->add_option("--json", args->json, "Write the losses and timings as JSON to this file instead of printing");
+  sub->add_option("--parameters", args->parameters, "Rows of the parameter table (0: all)")->capture_default_str();
+  return {sub, [args] { return run_run(*args); }};
+}
+
+}  // namespace px::cli
