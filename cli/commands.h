@@ -16,5 +16,6 @@ struct Command {
 Command add_solve_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_bench_collectives_command(CLI::App& app);
 
 }  // namespace px::cli

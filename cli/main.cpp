@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   app.name("parallax");
   app.require_subcommand(1);
   const std::vector<px::cli::Command> commands = {px::cli::add_plan_command(app), px::cli::add_run_command(app),
-                                                  px::cli::add_solve_command(app)};
+                                                  px::cli::add_solve_command(app),
+                                                  px::cli::add_bench_collectives_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

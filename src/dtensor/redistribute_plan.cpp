@@ -248,7 +248,7 @@ double redistribute_cost(const DTensorSpec& from, std::span<const Placement> to,
 
 namespace {
 
-// all_reduce over 2 ranks, from the tables in docs/benchmarks.md (bench/collectives_bench):
+// all_reduce over 2 ranks, from the tables in docs/benchmarks.md (`parallax bench-collectives`):
 // bytes and median seconds.
 dist::LinkProfile fitted(std::string name, std::initializer_list<dist::CommSample> samples) {
   std::vector<dist::CommSample> points(samples);

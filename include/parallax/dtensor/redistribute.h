@@ -72,7 +72,7 @@ RedistributePlan plan_redistribute(const DTensorSpec& from, std::span<const Plac
 // plan_redistribute(...).seconds
 double redistribute_cost(const DTensorSpec& from, std::span<const Placement> to, const dist::MeshTopology& topology);
 
-// This machine's measured link profiles (bench/collectives_bench; docs/benchmarks.md): what eager
+// This machine's measured link profiles (`parallax bench-collectives`; docs/benchmarks.md): what eager
 // DTensor dispatch ranks strategies with.
 dist::LinkProfile threads_backend_profile();
 dist::LinkProfile mpi_backend_profile();

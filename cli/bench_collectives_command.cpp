@@ -1,39 +1,40 @@
-// Collectives benchmark in the style of nccl-tests: for each collective and each size,
-// the time of one call (median over iterations of the slowest rank), the algorithm
-// bandwidth algbw = size / time and the bus bandwidth busbw (algbw times the ring factor,
-// comparable across world sizes: all_reduce 2(n-1)/n; all_gather, reduce_scatter and
-// all_to_all (n-1)/n; broadcast 1). "size" is nccl-tests' size: the all_reduce and
-// broadcast buffer, the all_gather output, the reduce_scatter input, the all_to_all input.
+// parallax bench-collectives: a collectives benchmark in the style of nccl-tests. For each
+// collective and each size, the time of one call (median over iterations of the slowest rank),
+// the algorithm bandwidth algbw = size / time and the bus bandwidth busbw (algbw times the ring
+// factor, comparable across world sizes: all_reduce 2(n-1)/n; all_gather, reduce_scatter and
+// all_to_all (n-1)/n; broadcast 1). "size" is nccl-tests' size: the all_reduce and broadcast
+// buffer, the all_gather output, the reduce_scatter input, the all_to_all input.
 //
 // First it measures memcpy of 16 MiB in the same run, counted like busbw: bytes copied per
 // second (a copy of S bytes counts S, not the 2S read and written), once on one thread and
 // once on every rank's thread at the same time. The last line compares all_reduce's busbw
 // at 16 MiB with the larger of the two.
 //
-// Run: build/bench/collectives_bench --world-size 2 --min-bytes 8 --max-bytes 256M
-// Under mpirun the same program runs on the mpi backend (launch() picks it), one rank per
+// Run: build/parallax bench-collectives --world-size 2 --min-bytes 8 --max-bytes 256M
+// Under mpirun the same command runs on the mpi backend (launch() picks it), one rank per
 // process, the world size being mpirun's unless --world-size says otherwise; rank 0 prints:
-//      mpirun -np 2 build/bench/collectives_bench --min-bytes 8 --max-bytes 256M
+//      mpirun -np 2 build/parallax bench-collectives --min-bytes 8 --max-bytes 256M
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <stdexcept>
+#include <iostream>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "commands.h"
 #include "parallax/core/dtype.h"
 #include "parallax/core/error.h"
 #include "parallax/core/tensor.h"
 #include "parallax/dist/process_group.h"
 
+namespace px::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-namespace dist = px::dist;
 
 constexpr int64_t kMemcpyBytes = int64_t{16} << 20;
 const std::vector<std::string> kCollectives = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"};
@@ -47,98 +48,79 @@ struct Options {
   int iters = 20;
   int warmup = 5;
   std::string collective = "all";
-  px::DType dtype = px::DType::Float32;
-  px::ReduceOp op = px::ReduceOp::Sum;
+  DType dtype = DType::Float32;
+  ReduceOp op = ReduceOp::Sum;
   dist::Backend backend = dist::Backend::Auto;
 };
 
+// The parsed options, and the text of those that CLI11 checks and the parse callback converts.
+struct BenchArguments {
+  Options options;
+  std::string min_bytes = "8", max_bytes = "256M", dtype = "float32", op = "sum", backend = "auto";
+};
+
+// "256M" -> 268435456: a count of bytes with an optional K, M or G suffix (powers of 1024).
 int64_t parse_bytes(const std::string& text) {
+  const ValueError bad("bad size '" + text + "' (use a non-negative number with an optional K, M or G suffix)");
   size_t used = 0;
-  int64_t value = std::stoll(text, &used);
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    throw bad;
+  }
   const std::string suffix = text.substr(used);
-  if (suffix.empty() || suffix == "B") return value;
-  if (suffix == "K" || suffix == "KiB") return value << 10;
-  if (suffix == "M" || suffix == "MiB") return value << 20;
-  if (suffix == "G" || suffix == "GiB") return value << 30;
-  throw std::invalid_argument("bad size '" + text + "' (use a number with an optional K, M or G suffix)");
+  int shift = 0;
+  if (suffix == "K" || suffix == "KiB")
+    shift = 10;
+  else if (suffix == "M" || suffix == "MiB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "GiB")
+    shift = 30;
+  else if (!suffix.empty() && suffix != "B")
+    throw bad;
+  if (value < 0 || value > (std::numeric_limits<int64_t>::max() >> shift)) throw bad;
+  return value << shift;
 }
 
-px::DType parse_dtype_name(const std::string& name) {
-  if (name == "float32" || name == "float") return px::DType::Float32;
-  if (name == "float64" || name == "double") return px::DType::Float64;
-  if (name == "bfloat16") return px::DType::BFloat16;
-  if (name == "int64") return px::DType::Int64;
-  return px::parse_dtype(name);  // f32, f64, bf16, i64, bool
+DType parse_dtype_name(const std::string& name) {
+  if (name == "float32" || name == "float") return DType::Float32;
+  if (name == "float64" || name == "double") return DType::Float64;
+  if (name == "bfloat16") return DType::BFloat16;
+  if (name == "int64") return DType::Int64;
+  try {
+    return parse_dtype(name);  // f32, f64, bf16, i64, bool
+  } catch (const ValueError&) {
+    throw ValueError("bad dtype '" + name + "' (float32, float64, bfloat16, int64, bool, f32, f64, bf16 or i64)");
+  }
 }
 
-px::ReduceOp parse_op(const std::string& name) {
-  if (name == "sum") return px::ReduceOp::Sum;
-  if (name == "avg") return px::ReduceOp::Avg;
-  if (name == "max") return px::ReduceOp::Max;
-  if (name == "min") return px::ReduceOp::Min;
-  throw std::invalid_argument("bad --op '" + name + "' (sum, avg, max or min)");
+ReduceOp parse_op(const std::string& name) {
+  if (name == "avg") return ReduceOp::Avg;
+  if (name == "max") return ReduceOp::Max;
+  if (name == "min") return ReduceOp::Min;
+  return ReduceOp::Sum;  // CLI11 let only sum, avg, max and min through
 }
 
 dist::Backend parse_backend(const std::string& name) {
-  if (name == "auto") return dist::Backend::Auto;
   if (name == "threads") return dist::Backend::Threads;
   if (name == "mpi") return dist::Backend::Mpi;
-  throw std::invalid_argument("bad --backend '" + name + "' (auto, threads or mpi)");
+  return dist::Backend::Auto;
 }
 
-void usage() {
-  std::puts(
-      "usage: collectives_bench [--world-size N] [--min-bytes B] [--max-bytes B] [--factor F] [--iters I]\n"
-      "                         [--warmup W] [--collective all|all_reduce|all_gather|reduce_scatter|all_to_all|"
-      "broadcast]\n"
-      "                         [--dtype float32|float64|bfloat16|int64|bool] [--op sum|avg|max|min]\n"
-      "                         [--backend auto|threads|mpi]\n"
-      "sizes take K, M and G suffixes (powers of 1024)");
-}
-
-Options parse_options(int argc, char** argv) {
-  Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      usage();
-      std::exit(0);
-    }
-    if (i + 1 >= argc) throw std::invalid_argument("missing value after " + flag);
-    const std::string value = argv[++i];
-    if (flag == "--world-size") {
-      options.world_size = std::stoi(value);
-      options.world_size_given = true;
-    } else if (flag == "--min-bytes")
-      options.min_bytes = parse_bytes(value);
-    else if (flag == "--max-bytes")
-      options.max_bytes = parse_bytes(value);
-    else if (flag == "--factor")
-      options.factor = std::stoll(value);
-    else if (flag == "--iters")
-      options.iters = std::stoi(value);
-    else if (flag == "--warmup")
-      options.warmup = std::stoi(value);
-    else if (flag == "--collective")
-      options.collective = value;
-    else if (flag == "--dtype")
-      options.dtype = parse_dtype_name(value);
-    else if (flag == "--op")
-      options.op = parse_op(value);
-    else if (flag == "--backend")
-      options.backend = parse_backend(value);
-    else
-      throw std::invalid_argument("unknown option " + flag);
-  }
-  if (options.collective != "all" &&
-      std::find(kCollectives.begin(), kCollectives.end(), options.collective) == kCollectives.end()) {
-    throw std::invalid_argument("unknown --collective " + options.collective);
-  }
-  if (options.factor < 2 || options.iters < 1 || options.warmup < 0 || options.min_bytes < 1 ||
-      options.max_bytes < options.min_bytes) {
-    throw std::invalid_argument("need --factor >= 2, --iters >= 1, --warmup >= 0, 1 <= min-bytes <= max-bytes");
-  }
-  return options;
+// A CLI11 check from a parser that throws: a bad value is a usage error naming it.
+template <class Parse>
+CLI::Validator parsed_by(Parse parse, const std::string& description) {
+  return CLI::Validator(
+      [parse](const std::string& text) {
+        try {
+          parse(text);
+          return std::string();
+        } catch (const std::exception& error) {
+          return std::string(error.what());
+        }
+      },
+      description);
 }
 
 double median(std::vector<double> values) {
@@ -150,8 +132,8 @@ double median(std::vector<double> values) {
 // Per iteration, the slowest rank's time (an all_reduce max, so that it works with ranks in
 // other processes); then the median over iterations (seconds). The same on every rank.
 double slowest_rank_median(dist::ProcessGroup& group, const std::vector<double>& seconds) {
-  px::Tensor slowest = px::Tensor::from_vector(seconds, {static_cast<int64_t>(seconds.size())}, px::DType::Float64);
-  group.all_reduce(slowest, px::ReduceOp::Max);
+  Tensor slowest = Tensor::from_vector(seconds, {static_cast<int64_t>(seconds.size())}, DType::Float64);
+  group.all_reduce(slowest, ReduceOp::Max);
   const double* values = slowest.data<double>();
   return median(std::vector<double>(values, values + slowest.numel()));
 }
@@ -162,10 +144,10 @@ int launch_size(const Options& options) {
   return options.world_size;
 }
 
-px::Tensor filled(int64_t numel, px::DType dtype) {
-  px::Tensor tensor = px::Tensor::empty({numel}, dtype);
+Tensor filled(int64_t numel, DType dtype) {
+  Tensor tensor = Tensor::empty({numel}, dtype);
   // Zero bytes are a valid value of every dtype; writing them also maps the pages.
-  std::memset(tensor.raw_data(), 0, static_cast<size_t>(numel * px::dtype_size(dtype)));
+  std::memset(tensor.raw_data(), 0, static_cast<size_t>(numel * dtype_size(dtype)));
   return tensor;
 }
 
@@ -177,19 +159,19 @@ double bus_factor(const std::string& collective, int n) {
 
 // One call of `collective` on buffers for nccl-tests' `count` (elements of the size column).
 struct Buffers {
-  px::Tensor input;
-  px::Tensor output;
+  Tensor input;
+  Tensor output;
 };
 
-Buffers make_buffers(const std::string& collective, int64_t count, int n, px::DType dtype) {
+Buffers make_buffers(const std::string& collective, int64_t count, int n, DType dtype) {
   if (collective == "all_gather") return {filled(count / n, dtype), filled(count, dtype)};
   if (collective == "reduce_scatter") return {filled(count, dtype), filled(count / n, dtype)};
   if (collective == "all_to_all") return {filled(count, dtype), filled(count, dtype)};
-  px::Tensor buffer = filled(count, dtype);
+  Tensor buffer = filled(count, dtype);
   return {buffer, buffer};
 }
 
-void run_once(const std::string& collective, dist::ProcessGroup& group, const Buffers& buffers, px::ReduceOp op) {
+void run_once(const std::string& collective, dist::ProcessGroup& group, const Buffers& buffers, ReduceOp op) {
   if (collective == "all_reduce")
     group.all_reduce(buffers.input, op);
   else if (collective == "all_gather")
@@ -209,13 +191,14 @@ struct Row {
 };
 
 std::vector<int64_t> sizes_for(const Options& options, const std::string& collective, int n) {
-  const int64_t element = px::dtype_size(options.dtype);
+  const int64_t element = dtype_size(options.dtype);
   const bool divided = collective != "all_reduce" && collective != "broadcast";
   std::vector<int64_t> counts;
   for (int64_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
     int64_t count = bytes / element;
     if (divided) count = count / n * n;  // as nccl-tests: whole elements per rank
     if (count > 0 && (counts.empty() || counts.back() != count)) counts.push_back(count);
+    if (bytes > options.max_bytes / options.factor) break;  // the next size would overflow or pass the end
   }
   return counts;
 }
@@ -225,8 +208,8 @@ std::vector<int64_t> sizes_for(const Options& options, const std::string& collec
 void settle(dist::ProcessGroup& group) {
   const auto until = Clock::now() + std::chrono::milliseconds(50);
   for (bool go = true; go;) {
-    px::Tensor flag = px::Tensor::scalar(Clock::now() < until ? 1.0 : 0.0, px::DType::Int64);
-    group.all_reduce(flag, px::ReduceOp::Min);  // every rank stops after the same round
+    Tensor flag = Tensor::scalar(Clock::now() < until ? 1.0 : 0.0, DType::Int64);
+    group.all_reduce(flag, ReduceOp::Min);  // every rank stops after the same round
     go = flag.item<int64_t>() != 0;
   }
 }
@@ -256,7 +239,7 @@ std::vector<Row> measure(const Options& options, int n, const std::string& colle
                {.backend = options.backend});
   std::vector<Row> rows;
   for (size_t s = 0; s < counts.size(); ++s) {
-    rows.push_back({counts[s] * px::dtype_size(options.dtype), counts[s], seconds[s]});
+    rows.push_back({counts[s] * dtype_size(options.dtype), counts[s], seconds[s]});
   }
   return rows;
 }
@@ -269,8 +252,8 @@ void print_rows(const Options& options, int n, const std::string& collective, co
   for (const Row& row : rows) {
     const double algbw = static_cast<double>(row.bytes) / row.seconds / 1e9;
     std::printf("  %12lld %12lld %6s %6s %11.2f %9.2f %9.2f\n", static_cast<long long>(row.bytes),
-                static_cast<long long>(row.count), std::string(px::dtype_name(options.dtype)).c_str(),
-                reduces ? px::reduce_op_name(options.op).c_str() : "none", row.seconds * 1e6, algbw,
+                static_cast<long long>(row.count), std::string(dtype_name(options.dtype)).c_str(),
+                reduces ? reduce_op_name(options.op).c_str() : "none", row.seconds * 1e6, algbw,
                 algbw * bus_factor(collective, n));
   }
 }
@@ -313,15 +296,15 @@ double memcpy_every_rank(const Options& options, int& n, bool& prints) {
   return static_cast<double>(kMemcpyBytes) / seconds / 1e9;
 }
 
-int run(const Options& options) {
+int bench(const Options& options) {
   const double copy_one = memcpy_one_thread(std::max(options.iters, 20));
   int n = 0;
   bool prints = false;  // under mpirun, only rank 0's process prints
   const double copy_all = memcpy_every_rank(options, n, prints);
-  if (!prints && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
-  std::printf("# collectives_bench: world size %d, backend %s, dtype %s, %d iterations after %d warm-up\n", n,
+  if (!prints && std::freopen("/dev/null", "w", stdout) == nullptr) return 2;
+  std::printf("# parallax bench-collectives: world size %d, backend %s, dtype %s, %d iterations after %d warm-up\n", n,
               dist::backend_name(dist::resolve_backend(options.backend)).c_str(),
-              std::string(px::dtype_name(options.dtype)).c_str(), options.iters, options.warmup);
+              std::string(dtype_name(options.dtype)).c_str(), options.iters, options.warmup);
   std::printf("# time: median over iterations of the slowest rank; GB/s = 1e9 B/s; busbw as nccl-tests\n");
   std::printf("# memcpy 16 MiB, 1 thread: %.2f GB/s copied (%.2f GB/s read + written)\n", copy_one, 2 * copy_one);
   std::printf("# memcpy 16 MiB, on each of %d ranks at once: %.2f GB/s copied per rank (%.2f read + written)\n", n,
@@ -340,7 +323,7 @@ int run(const Options& options) {
     }
   }
   if (all_reduce_16m < 0) {  // not in the sweep: measure it alone
-    all_reduce_16m = measure(options, n, "all_reduce", {kMemcpyBytes / px::dtype_size(options.dtype)}).front().seconds;
+    all_reduce_16m = measure(options, n, "all_reduce", {kMemcpyBytes / dtype_size(options.dtype)}).front().seconds;
   }
   auto busbw = [&](double bytes, double seconds) { return bytes / seconds / 1e9 * bus_factor("all_reduce", n); };
   const double reference = std::max(copy_one, copy_all);
@@ -359,20 +342,77 @@ int run(const Options& options) {
                 static_cast<long long>(lowest->bytes), 100.0 * low / reference);
   }
   std::printf("all_reduce busbw at 16 MiB = %.2f GB/s = %.0f%% of memcpy\n", at_16m, 100.0 * at_16m / reference);
+  std::fflush(stdout);
   return 0;
+}
+
+int run_bench(const BenchArguments& args) {
+  try {
+    return bench(args.options);
+  } catch (const std::exception& error) {
+    std::fflush(stdout);
+    std::cerr << "parallax bench-collectives: " << error.what() << std::endl;
+    return 2;
+  }
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(parse_options(argc, argv));
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "collectives_bench: %s\n", e.what());
-    usage();
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "collectives_bench: %s\n", e.what());
-    return 1;
-  }
+Command add_bench_collectives_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArguments>();
+  CLI::App* sub = app.add_subcommand(
+      "bench-collectives",
+      "Benchmark the collectives nccl-tests style (time, algbw, busbw per collective and size, against memcpy): "
+      "threads backend, or one rank per process under mpirun (rank 0 prints)");
+  CLI::Option* world_size =
+      sub->add_option("--world-size", args->options.world_size, "Ranks (default 2; under mpirun, mpirun's)")
+          ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  const CLI::Validator bytes = parsed_by(parse_bytes, "BYTES");
+  sub->add_option("--min-bytes", args->min_bytes, "Smallest size: bytes, with an optional K, M or G suffix")
+      ->check(bytes)
+      ->capture_default_str();
+  sub->add_option("--max-bytes", args->max_bytes, "Largest size: bytes, with an optional K, M or G suffix")
+      ->check(bytes)
+      ->capture_default_str();
+  sub->add_option("--factor", args->options.factor, "Each size is the previous one times this")
+      ->check(CLI::Range(int64_t{2}, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+  sub->add_option("--iters", args->options.iters, "Timed calls per size")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  sub->add_option("--warmup", args->options.warmup, "Untimed calls per size first")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  std::vector<std::string> collectives{"all"};
+  collectives.insert(collectives.end(), kCollectives.begin(), kCollectives.end());
+  sub->add_option("--collective", args->options.collective, "The collective to time, or all of them")
+      ->check(CLI::IsMember(collectives))
+      ->capture_default_str();
+  sub->add_option("--dtype", args->dtype, "float32, float64, bfloat16, int64 or bool (or f32, f64, bf16, i64)")
+      ->check(parsed_by(parse_dtype_name, "DTYPE"))
+      ->capture_default_str();
+  sub->add_option("--op", args->op, "Reduction of all_reduce and reduce_scatter: sum, avg, max or min")
+      ->check(CLI::IsMember({"sum", "avg", "max", "min"}))
+      ->capture_default_str();
+  sub->add_option("--backend", args->backend, "auto (mpi under mpirun, else threads), threads or mpi")
+      ->check(CLI::IsMember({"auto", "threads", "mpi"}))
+      ->capture_default_str();
+  // Each option is valid alone (CLI11 checked it); the pair is checked once both are parsed, still
+  // a usage error.
+  sub->parse_complete_callback([args, world_size] {
+    Options& options = args->options;
+    options.world_size_given = world_size->count() > 0;
+    options.min_bytes = parse_bytes(args->min_bytes);
+    options.max_bytes = parse_bytes(args->max_bytes);
+    options.dtype = parse_dtype_name(args->dtype);
+    options.op = parse_op(args->op);
+    options.backend = parse_backend(args->backend);
+    if (options.min_bytes < 1 || options.max_bytes < options.min_bytes) {
+      throw CLI::ValidationError("--min-bytes/--max-bytes", "need 1 <= --min-bytes (" + args->min_bytes +
+                                                                ") <= --max-bytes (" + args->max_bytes + ")");
+    }
+  });
+  return {sub, [args] { return run_bench(*args); }};
 }
+
+}  // namespace px::cli
