@@ -136,6 +136,14 @@ void accumulate_row(typename Op::Acc* __restrict acc, const T* __restrict data, 
 template <class Op, class T>
 typename Op::Acc reduce_contiguous(const T* data, int64_t count) {
   constexpr int64_t kLanes = 64;
+  if (count < kLanes) {
+    // What the lanes below compute for a short row (no full pass: a sequential loop), without
+    // setting up and merging 64 lanes per row: rows of 16-32 elements (a LayerNorm's last dim)
+    // spent most of their time there.
+    typename Op::Acc total = Op::init();
+    for (int64_t i = 0; i < count; ++i) total = Op::combine(total, load(data[i]));
+    return total;
+  }
   typename Op::Acc lanes[kLanes];
   std::fill(std::begin(lanes), std::end(lanes), Op::init());
   int64_t i = 0;
