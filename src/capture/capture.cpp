@@ -429,23 +429,10 @@ const CapturedGraph& CapturedProgram::primary() const {
   return *cache_.front();
 }
 
-const CapturedGraph& CapturedProgram::capture_for(const Tree& inputs) {
-  cache_.push_back(trace(fn_, module_, inputs, options_));
-  return *cache_.back();
-}
-
-Tree CapturedProgram::execute(const CapturedGraph& entry, const std::vector<const Tree*>& leaves) const {
-  std::vector<Tensor> outputs;
-  if (!entry.graph.outputs().empty()) {
-    std::vector<Tensor> inputs;
-    inputs.reserve(entry.sources.size());
-    for (const InputSource& source : entry.sources) inputs.push_back(source.resolve(leaves));
-    outputs = ir::interpret(entry.graph, inputs);
-  }
-  if (!entry.mutations.empty()) replay(entry, leaves, outputs);
+Tree CapturedGraph::output_tree(const std::vector<const Tree*>& leaves, const std::vector<Tensor>& outputs) const {
   std::vector<Tree> out_leaves;
-  out_leaves.reserve(entry.output_leaves.size());
-  for (const OutputLeaf& leaf : entry.output_leaves) {
+  out_leaves.reserve(output_leaves.size());
+  for (const OutputLeaf& leaf : output_leaves) {
     switch (leaf.kind) {
       case OutputLeaf::Kind::GraphOutput:
         out_leaves.push_back(Tree::tensor(outputs[leaf.index]));
@@ -466,7 +453,24 @@ Tree CapturedProgram::execute(const CapturedGraph& entry, const std::vector<cons
       }
     }
   }
-  return unflatten(entry.out_spec, std::move(out_leaves));
+  return unflatten(out_spec, std::move(out_leaves));
+}
+
+const CapturedGraph& CapturedProgram::capture_for(const Tree& inputs) {
+  cache_.push_back(trace(fn_, module_, inputs, options_));
+  return *cache_.back();
+}
+
+Tree CapturedProgram::execute(const CapturedGraph& entry, const std::vector<const Tree*>& leaves) const {
+  std::vector<Tensor> outputs;
+  if (!entry.graph.outputs().empty()) {
+    std::vector<Tensor> inputs;
+    inputs.reserve(entry.sources.size());
+    for (const InputSource& source : entry.sources) inputs.push_back(source.resolve(leaves));
+    outputs = ir::interpret(entry.graph, inputs);
+  }
+  if (!entry.mutations.empty()) replay(entry, leaves, outputs);
+  return entry.output_tree(leaves, outputs);
 }
 
 void CapturedProgram::replay(const CapturedGraph& entry, const std::vector<const Tree*>& leaves,

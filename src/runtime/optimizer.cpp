@@ -135,23 +135,16 @@ void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
   });
 }
 
+// visit_dtype for the floating dtypes only (the constructor rejects the others).
 template <class Fn>
 void visit_float(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float32:
-      fn(float{});
-      return;
-    case DType::Float64:
-      fn(double{});
-      return;
-    case DType::BFloat16:
-      fn(BFloat16{});
-      return;
-    case DType::Int64:
-    case DType::Bool:
-      break;
-  }
-  throw ValueError("optimizer: no floating dtype " + std::string(dtype_name(dtype)));
+  visit_dtype(dtype, [&](auto zero) {
+    if constexpr (std::is_same_v<decltype(zero), int64_t> || std::is_same_v<decltype(zero), bool>) {
+      throw ValueError("optimizer: no floating dtype " + std::string(dtype_name(dtype)));
+    } else {
+      fn(zero);
+    }
+  });
 }
 
 int64_t bytes_of(const std::vector<Tensor>& tensors) {

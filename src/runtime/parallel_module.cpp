@@ -176,28 +176,21 @@ Tree ParallelModule::train_step(const Tree& inputs) {
   optimizer_->step(grads);
   last_loss_ = outputs[static_cast<size_t>(loss_output_)].to(DType::Float64).item<double>();
 
-  std::vector<Tree> out_leaves;
   for (const OutputLeaf& leaf : captured_->output_leaves) {
-    switch (leaf.kind) {
-      case OutputLeaf::Kind::GraphOutput: {
-        const auto g = static_cast<size_t>(joint_->graph_output[leaf.index]);
-        out_leaves.push_back(
-            Tree::tensor(gathered(outputs[g], lowered_.output_placements[g], lowered_.global_outputs[g], *groups_)));
-        break;
-      }
-      case OutputLeaf::Kind::PassThrough:
-        out_leaves.push_back(*leaves[leaf.index]);
-        break;
-      case OutputLeaf::Kind::Constant:
-        out_leaves.push_back(leaf.constant);
-        break;
-      case OutputLeaf::Kind::Subclass:
-        throw UnsupportedOp(
-            "ParallelModule: forward returns a subclass tensor, which training on a mesh does not "
-            "rebuild yet");
+    if (leaf.kind == OutputLeaf::Kind::Subclass) {
+      throw UnsupportedOp(
+          "ParallelModule: forward returns a subclass tensor, which training on a mesh does not "
+          "rebuild yet");
     }
   }
-  return unflatten(captured_->out_spec, std::move(out_leaves));
+  // Forward's outputs whole on every rank: the joint graph's first outputs, gathered.
+  std::vector<Tensor> forward_outputs;
+  for (size_t j = 0; j < captured_->graph.outputs().size(); ++j) {
+    const auto g = static_cast<size_t>(joint_->graph_output[j]);
+    forward_outputs.push_back(
+        gathered(outputs[g], lowered_.output_placements[g], lowered_.global_outputs[g], *groups_));
+  }
+  return captured_->output_tree(leaves, forward_outputs);
 }
 
 std::vector<std::string> ParallelModule::parameter_names() const {

@@ -22,4 +22,16 @@ JointProgram llama_joint(const nn::LlamaConfig& config, int64_t batch, int64_t s
   return training_step_joint(spec, batch, seq);
 }
 
+nn::LlamaConfig even_llama(int64_t layers) {
+  nn::LlamaConfig config = nn::llama_mini();
+  config.dim = 256;
+  config.n_heads = 16;
+  config.n_kv_heads = 16;
+  config.ffn_hidden = 1024;
+  config.vocab = 1024;
+  config.max_seq = 64;
+  config.n_layers = layers;
+  return config;
+}
+
 }  // namespace px::plan::testing

@@ -15,4 +15,8 @@ JointProgram mlp_joint(int64_t batch, int64_t in, int64_t hidden, int64_t out);
 JointProgram gpt_joint(const nn::GPTConfig& config, int64_t batch, int64_t seq);
 JointProgram llama_joint(const nn::LlamaConfig& config, int64_t batch, int64_t seq);
 
+// A llama whose every parameter splits evenly over 8 devices (dim 256, 16 heads, FFN 1024,
+// vocab 1024, max_seq 64; no size-4 biases), with `layers` layers.
+nn::LlamaConfig even_llama(int64_t layers = 2);
+
 }  // namespace px::plan::testing

@@ -30,17 +30,7 @@ bool is_replicated(const std::vector<Placement>& placements) {
   return true;
 }
 
-// A llama whose every parameter splits evenly over 8 devices (no size-4 biases).
-JointProgram small_llama() {
-  nn::LlamaConfig config = nn::llama_mini();
-  config.dim = 256;
-  config.n_heads = 16;
-  config.n_kv_heads = 16;
-  config.ffn_hidden = 1024;
-  config.vocab = 1024;
-  config.max_seq = 64;
-  return llama_joint(config, 2, 64);
-}
+JointProgram small_llama() { return llama_joint(testing::even_llama(), 2, 64); }
 
 std::string infeasible_message(const std::function<void()>& run) {
   try {

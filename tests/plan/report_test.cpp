@@ -23,17 +23,7 @@ using testing::mlp_joint;
 
 SolveOptions exact() { return testing::exact_solver(); }
 
-JointProgram small_llama(int64_t layers = 2) {
-  nn::LlamaConfig config = nn::llama_mini();
-  config.dim = 256;
-  config.n_heads = 16;
-  config.n_kv_heads = 16;
-  config.ffn_hidden = 1024;
-  config.vocab = 1024;
-  config.max_seq = 64;
-  config.n_layers = layers;
-  return llama_joint(config, 8, 64);
-}
+JointProgram small_llama(int64_t layers = 2) { return llama_joint(testing::even_llama(layers), 8, 64); }
 
 void expect_near_relative(double actual, double expected, double tolerance = 1e-9) {
   EXPECT_NEAR(actual, expected, tolerance * std::max(std::fabs(expected), 1e-12));

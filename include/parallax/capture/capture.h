@@ -133,6 +133,9 @@ struct CapturedGraph {
   std::vector<std::pair<KeyPath, Tree>> constant_outputs() const;
   // The graph's inputs for a call with `inputs` (the module's current slots and the input tensors).
   std::vector<Tensor> graph_inputs(const Tree& inputs) const;
+  // The outputs in forward's structure, from one tensor per graph output and the call's flattened
+  // input leaves (for pass-through outputs).
+  Tree output_tree(const std::vector<const Tree*>& leaves, const std::vector<Tensor>& outputs) const;
 };
 
 // The traced function: takes the inputs as a Tree (a tuple of forward's arguments) and returns a Tree.
