@@ -17,5 +17,6 @@ Command add_solve_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_bench_collectives_command(CLI::App& app);
+Command add_calibrate_command(CLI::App& app);
 
 }  // namespace px::cli

@@ -9,9 +9,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Parallax: automatic parallelization of tensor programs"};
   app.name("parallax");
   app.require_subcommand(1);
-  const std::vector<px::cli::Command> commands = {px::cli::add_plan_command(app), px::cli::add_run_command(app),
-                                                  px::cli::add_solve_command(app),
-                                                  px::cli::add_bench_collectives_command(app)};
+  const std::vector<px::cli::Command> commands = {
+      px::cli::add_plan_command(app), px::cli::add_run_command(app), px::cli::add_solve_command(app),
+      px::cli::add_bench_collectives_command(app), px::cli::add_calibrate_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -158,7 +158,9 @@ Command add_plan_command(CLI::App& app) {
   sub->add_option("--batch", args->batch, "Global batch (default: one sample per device)")->check(CLI::PositiveNumber);
   sub->add_option("--seq", args->seq, "Sequence length (default: the model's max_seq, at most 2048)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--device", args->device, "Device profile: h100, h200, a100 or cpu (this machine)")
+  sub->add_option(
+         "--device", args->device,
+         "Device profile: h100, h200, a100, cpu (this machine), or a profile file (.json) from parallax calibrate")
       ->capture_default_str();
   sub->add_option("--memory-budget", args->memory_budget_gb, "Per-device memory budget in GB (default: capacity)")
       ->check(CLI::PositiveNumber);

@@ -25,7 +25,9 @@
 #include "parallax/dist/process_group.h"
 #include "parallax/nn/zoo.h"
 #include "parallax/ops/factory.h"
+#include "parallax/plan/calibration.h"
 #include "parallax/plan/device_profile.h"
+#include "synthetic_data.h"
 
 namespace px::cli {
 namespace {
@@ -51,74 +53,10 @@ struct RunArguments {
   std::string dump_graphs;
   std::string json;
   size_t parameters = 12;
+  bool op_profile = false;
 };
 
 using Clock = std::chrono::steady_clock;
-
-// Synthetic data the model can learn, the same on every rank: for the language models, tokens
-// whose target is the next token id (t + 1 mod vocab); for the MLP, the class is the largest of
-// the first `out` features.
-struct Batches {
-  nn::ModelSpec spec;
-  int64_t batch = 0, seq = 0;
-  uint64_t seed = 0;
-
-  std::tuple<Tensor, Tensor> at(int64_t step) const {
-    std::mt19937_64 random(seed * 1000003 + static_cast<uint64_t>(step));
-    if (spec.kind == nn::ModelSpec::Kind::Mlp) {
-      Tensor x = px::full({batch, spec.mlp.in}, 0.0, DType::Float64);
-      Tensor y = px::full({batch}, 0.0, DType::Int64);
-      std::normal_distribution<double> normal;
-      for (int64_t i = 0; i < batch; ++i) {
-        int64_t best = 0;
-        for (int64_t j = 0; j < spec.mlp.in; ++j) {
-          const double value = normal(random);
-          x.data<double>()[i * spec.mlp.in + j] = value;
-          if (j < spec.mlp.out && value > x.data<double>()[i * spec.mlp.in + best]) best = j;
-        }
-        y.data<int64_t>()[i] = best;
-      }
-      return {x.to(spec.mlp.dtype), y};
-    }
-    const int64_t vocab = spec.kind == nn::ModelSpec::Kind::Gpt ? spec.gpt.vocab : spec.llama.vocab;
-    Tensor tokens = px::full({batch, seq}, 0.0, DType::Int64);
-    Tensor targets = px::full({batch, seq}, 0.0, DType::Int64);
-    std::uniform_int_distribution<int64_t> token(0, vocab - 1);
-    for (int64_t i = 0; i < batch * seq; ++i) {
-      tokens.data<int64_t>()[i] = token(random);
-      targets.data<int64_t>()[i] = (tokens.data<int64_t>()[i] + 1) % vocab;
-    }
-    return {tokens, targets};
-  }
-  std::tuple<Tensor, Tensor> metas() const {
-    auto [a, b] = at(0);
-    return {Tensor::meta(a.shape(), a.dtype()), Tensor::meta(b.shape(), b.dtype())};
-  }
-  int64_t tokens_per_step() const { return spec.kind == nn::ModelSpec::Kind::Mlp ? batch : batch * seq; }
-};
-
-// Calls f(model) with a fresh meta model of the spec's kind.
-template <class F>
-void with_model(const nn::ModelSpec& spec, F&& f) {
-  switch (spec.kind) {
-    case nn::ModelSpec::Kind::Mlp: {
-      nn::MlpLoss model(spec.mlp);
-      f(model);
-      return;
-    }
-    case nn::ModelSpec::Kind::Gpt: {
-      nn::LmLoss<nn::GPT> model(spec.gpt);
-      f(model);
-      return;
-    }
-    case nn::ModelSpec::Kind::Llama: {
-      nn::LmLoss<nn::Llama> model(spec.llama);
-      f(model);
-      return;
-    }
-  }
-}
-
 struct RunResult {
   std::vector<double> losses;
   std::vector<double> step_seconds;
@@ -126,7 +64,17 @@ struct RunResult {
   double peak_bytes = 0;                                   // the largest over ranks
   double predicted_step_s = 0;                             // the plan's cost under the device profile
   std::string plan_label;
+  std::vector<plan::OpSample> op_samples;  // rank 0's nodes, median over the steps after the first
+  double executor_seconds = 0;             // rank 0's median graph run, within the step
+  double predicted_communication_s = 0;    // the plan's communication share of predicted_step_s
 };
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
 
 // Trains on `mesh` (every rank of the job runs this); rank 0 prints as it goes when `out` is set.
 RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batches& data, const dist::DeviceMesh& mesh,
@@ -142,6 +90,7 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
           AutoParallelOptions options;
           options.plan.device = plan::device_profile(args.device);
           options.train.seed = args.seed;
+          options.train.time_nodes = args.op_profile;
           options.train.optimizer =
               args.optimizer == "sgd" ? TrainOptions::OptimizerKind::Sgd : TrainOptions::OptimizerKind::AdamW;
           options.train.adamw.lr = args.lr;
@@ -182,13 +131,19 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
             std::ofstream(args.dump_graphs + "/rank" + std::to_string(rank) + ".txt")
                 << lower::dump({module.program()});
           }
-          std::vector<double> losses, seconds;
+          std::vector<double> losses, seconds, executor_seconds;
+          std::vector<std::vector<double>> node_seconds;
           for (int64_t step = 0; step < args.steps; ++step) {
             const auto [a, b] = data.at(step);
             const Clock::time_point start = Clock::now();
             module.train_step(a, b);
             seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
             losses.push_back(module.last_loss());
+            // The first step pays for first-touch page faults and warm-up; keep it only when alone.
+            if (step > 0 || args.steps == 1) {
+              executor_seconds.push_back(module.last_stats().seconds);
+              if (args.op_profile) node_seconds.push_back(module.last_stats().node_seconds);
+            }
             if (print) {
               *print << "step " << std::setw(4) << step + 1 << "  loss " << std::fixed << std::setprecision(6)
                      << losses.back() << "  " << std::setprecision(0)
@@ -205,20 +160,23 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
           }
           if (rank == 0) {
             std::lock_guard<std::mutex> lock(mutex);
-            result =
-                RunResult{losses, seconds, parameters, peak.item<double>(), sharding.evaluation.cost, sharding.label};
+            result = RunResult{};
+            result.losses = losses;
+            result.step_seconds = seconds;
+            result.parameters = parameters;
+            result.peak_bytes = peak.item<double>();
+            result.predicted_step_s = sharding.evaluation.cost;
+            result.plan_label = sharding.label;
+            result.predicted_communication_s = sharding.communication_seconds;
+            result.executor_seconds = median(executor_seconds);
+            if (args.op_profile) {
+              result.op_samples = plan::op_samples(module.program().graph, plan::median_node_seconds(node_seconds));
+            }
           }
         });
       },
       dist::LaunchOptions{backend});
   return result;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 // The first difference beyond `tolerance` (relative, with the same absolute floor), or "".
@@ -284,6 +242,23 @@ int run_run(const RunArguments& args) {
            << static_cast<double>(data.tokens_per_step()) / seconds << " tokens/s), peak memory per rank "
            << std::setprecision(1) << result.peak_bytes / 1e6 << " MB; the plan predicted " << std::setprecision(2)
            << result.predicted_step_s * 1e3 << " ms on " << args.device << "\n";
+      if (args.op_profile) {
+        *out << "\nrank 0's graph run: median " << std::setprecision(2) << result.executor_seconds * 1e3
+             << " ms of the step's " << seconds * 1e3 << " ms (the rest: input slicing, the optimizer)\n"
+             << "its nodes by op, measured (median over the steps after the first) against the " << args.device
+             << " profile's prediction (communication excluded):\n"
+             << plan::format_op_profile(plan::op_profile(result.op_samples, plan::device_profile(args.device)));
+        int64_t collectives = 0;
+        double collective_seconds = 0;
+        for (const plan::OpSample& sample : result.op_samples) {
+          if (!sample.collective) continue;
+          ++collectives;
+          collective_seconds += sample.seconds;
+        }
+        *out << "collectives: " << collectives << " nodes, " << std::setprecision(3) << collective_seconds * 1e3
+             << " ms measured; the plan predicts " << result.predicted_communication_s * 1e3
+             << " ms of communication\n";
+      }
       if (args.check) {
         std::ostringstream bound;
         bound << (dtype == DType::Float64 ? "float64" : "float32") << ", relative " << tolerance;
@@ -302,6 +277,15 @@ int run_run(const RunArguments& args) {
       json["median_step_s"] = seconds;
       json["predicted_step_s"] = result.predicted_step_s;
       json["peak_bytes"] = result.peak_bytes;
+      json["executor_step_s"] = result.executor_seconds;
+      if (args.op_profile) {
+        nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+        for (const plan::OpProfileRow& row : plan::op_profile(result.op_samples, plan::device_profile(args.device))) {
+          rows.push_back(
+              {{"op", row.op}, {"nodes", row.nodes}, {"measured_s", row.measured_s}, {"predicted_s", row.predicted_s}});
+        }
+        json["op_profile"] = rows;
+      }
       if (args.check) json["check"] = mismatch.empty() ? "ok" : mismatch;
       std::ofstream(args.json) << std::setprecision(17) << json.dump() << "\n";
     }
@@ -343,7 +327,9 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--max-grad-norm", args->max_grad_norm, "Clip gradients to this global norm")
       ->check(CLI::PositiveNumber);
   sub->add_option("--seed", args->seed, "Parameter and data seed")->capture_default_str();
-  sub->add_option("--device", args->device, "Device profile the plan is priced for: cpu, h100, h200, a100")
+  sub->add_option("--device", args->device,
+                  "Device profile the plan is priced for: cpu, h100, h200, a100, or a profile file (.json) from "
+                  "parallax calibrate")
       ->capture_default_str();
   sub->add_option("--backend", args->backend, "auto (mpi under mpirun, else threads), threads or mpi")
       ->check(CLI::IsMember({"auto", "threads", "mpi"}))
@@ -355,6 +341,8 @@ Command add_run_command(CLI::App& app) {
   sub->add_flag("!--no-baselines", args->baselines, "Do not price the hand-written plans");
   sub->add_option("--dump-graphs", args->dump_graphs, "Write each rank's lowered graph to DIR/rank<r>.txt");
   sub->add_option("--json", args->json, "Write the losses and timings as JSON to this file instead of printing");
+  sub->add_flag("--op-profile", args->op_profile,
+                "Time every node of rank 0's graph and print measured against predicted time by op");
   sub->add_option("--parameters", args->parameters, "Rows of the parameter table (0: all)")->capture_default_str();
   return {sub, [args] { return run_run(*args); }};
 }

@@ -224,7 +224,12 @@ Tensor full_tensor(const Tensor& dtensor) {
 Tensor redistribute(const Tensor& dtensor, std::vector<Placement> placements) {
   DTensor& source = dtensor_of(dtensor, "redistribute: the tensor");
   RedistributePlan plan = plan_redistribute(source.spec(), placements, source.topology());
-  if (plan.steps.empty()) return dtensor;
+  if (plan.steps.empty()) {
+    // Nothing moves (the same placements, or changes only on mesh dims of one device): the
+    // same local tensor under the new placements.
+    if (plan.to == source.spec().normalized().placements) return dtensor;
+    return make_dtensor(source.groups(), DTensorSpec{source.spec().mesh, plan.to, source.spec().meta}, source.local());
+  }
   Tensor local = detail::run_redistribute(source.local(), source.mask(), plan, *source.groups());
   if (has_mask_placement(source.spec())) source.release_mask();
   return make_dtensor(source.groups(), DTensorSpec{source.spec().mesh, std::move(placements), source.spec().meta},

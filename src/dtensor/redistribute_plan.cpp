@@ -71,6 +71,13 @@ class Planner {
     step.to_tensor_dim = to_tensor_dim;
     step.reduce = reduce;
     int64_t n = spec_.mesh.size(mesh_dim);
+    // On a mesh dim of one device every placement holds the whole value: a collective or a
+    // local slice there changes the label, not the data, so it records no step (and lowers to no
+    // copy). Masks still apply: that is computation, not movement.
+    if (n == 1 && kind != RedistributeKind::ApplyMask) {
+      current_[static_cast<size_t>(mesh_dim)] = std::move(after);
+      return;
+    }
     double bytes = local_bytes();
     auto collective = [&](dist::Collective which, double counted) {
       step.bytes = counted;

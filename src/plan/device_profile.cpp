@@ -33,7 +33,9 @@ DeviceProfile gpu(std::string name, double bf16, double tf32, double fp32, doubl
                        .memory_capacity_bytes = capacity,
                        .devices_per_node = 8,
                        .intra_node_link = std::move(intra),
-                       .inter_node_link = std::move(inter)};
+                       .inter_node_link = std::move(inter),
+                       .op_timings = {},
+                       .op_overhead_s = 0};
 }
 
 void require_positive(const DeviceProfile& device, const char* field, double value) {
@@ -89,16 +91,20 @@ DeviceProfile this_cpu() {
                        .memory_capacity_bytes = 12.0 * 1024 * 1024 * 1024,
                        .devices_per_node = 2,
                        .intra_node_link = threads_backend_profile(),
-                       .inter_node_link = mpi_backend_profile()};
+                       .inter_node_link = mpi_backend_profile(),
+                       .op_timings = {},
+                       .op_overhead_s = 0};
 }
 
 DeviceProfile device_profile(std::string_view name) {
+  if (name.ends_with(".json")) return load_device_profile(name);
   for (DeviceProfile profile : {h100(), h200(), a100(), this_cpu()}) {
     // "h100" for "h100-sxm"; "cpu" for "this-cpu".
     const std::string short_name = profile.name.substr(0, profile.name.find('-'));
     if (name == profile.name || name == short_name || (name == "cpu" && profile.name == "this-cpu")) return profile;
   }
-  throw ValueError("unknown device profile '" + std::string(name) + "' (h100, h200, a100 or cpu)");
+  throw ValueError("unknown device profile '" + std::string(name) +
+                   "' (h100, h200, a100, cpu, or a profile file ending in .json)");
 }
 
 dist::MeshTopology cluster_topology(const dist::DeviceMesh& mesh, const DeviceProfile& device) {
@@ -113,17 +119,36 @@ double roofline_seconds(const OpCost& cost, bool matmul_like, DType dtype, const
   return std::max(compute, memory);
 }
 
+std::string op_timing_key(std::string_view op, DType dtype) {
+  return std::string(op) + ":" + std::string(dtype_name(dtype));
+}
+
+OpCost op_cost(const OpDef& op, const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs,
+               const Attrs& attrs) {
+  if (op.cost) return op.cost(inputs, outputs, attrs);
+  OpCost cost;
+  for (const TensorMeta& input : inputs) cost.bytes_read += static_cast<double>(input.nbytes());
+  for (const TensorMeta& output : outputs) cost.bytes_written += static_cast<double>(output.nbytes());
+  return cost;
+}
+
+DType op_dtype(const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs) {
+  return !inputs.empty() ? inputs.front().dtype : (!outputs.empty() ? outputs.front().dtype : DType::Float32);
+}
+
+double priced_seconds(std::string_view op, const OpCost& cost, bool matmul_like, DType dtype,
+                      const DeviceProfile& device) {
+  if (!device.op_timings.empty()) {
+    auto it = device.op_timings.find(op_timing_key(op, dtype));
+    if (it != device.op_timings.end()) return it->second.seconds(cost);
+  }
+  return roofline_seconds(cost, matmul_like, dtype, device) + device.op_overhead_s;
+}
+
 double op_seconds(const OpDef& op, const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs,
                   const Attrs& attrs, const DeviceProfile& device) {
-  OpCost cost;
-  if (op.cost) {
-    cost = op.cost(inputs, outputs, attrs);
-  } else {
-    for (const TensorMeta& input : inputs) cost.bytes_read += static_cast<double>(input.nbytes());
-    for (const TensorMeta& output : outputs) cost.bytes_written += static_cast<double>(output.nbytes());
-  }
-  DType dtype = !inputs.empty() ? inputs.front().dtype : (!outputs.empty() ? outputs.front().dtype : DType::Float32);
-  return roofline_seconds(cost, op.traits.matmul_like, dtype, device);
+  return priced_seconds(op.name, op_cost(op, inputs, outputs, attrs), op.traits.matmul_like, op_dtype(inputs, outputs),
+                        device);
 }
 
 }  // namespace px::plan

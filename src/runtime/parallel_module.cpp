@@ -161,7 +161,7 @@ Tree ParallelModule::train_step(const Tree& inputs) {
       locals[i] = local_block(captured_->sources[i].resolve(leaves), i);
     }
   }
-  const std::vector<Tensor> outputs = executor_->run(locals, &stats_);
+  const std::vector<Tensor> outputs = executor_->run(locals, &stats_, runtime::RunOptions{options_.time_nodes});
 
   std::vector<Tensor> grads;
   for (int64_t output : grad_output_) grads.push_back(outputs[static_cast<size_t>(output)]);

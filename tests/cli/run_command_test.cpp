@@ -10,33 +10,25 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_runner.h"
+#include "support/test_util.h"
 
 namespace px {
 namespace {
 
 testing::CliRun parallax(const std::string& arguments) { return testing::run_cli(PARALLAX_CLI_PATH, arguments); }
 
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "parallax-run-" + std::to_string(getpid()) + "-" + name;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 TEST(CliRun, TrainsOnFourThreadRanksAndMatchesOneDevice) {
-  const std::string graphs = temp_path("graphs"), json = temp_path("run.json");
+  const std::string graphs = testing::temp_path("graphs"), json = testing::temp_path("run.json");
   const testing::CliRun run = parallax("run --model gpt-mini --mesh 2x2 --steps 4 --dtype f64 --check --dump-graphs '" +
                                        graphs + "' --json '" + json + "'");
   ASSERT_EQ(run.status, 0) << run.err;
-  const nlohmann::json result = nlohmann::json::parse(read_file(json));
+  const nlohmann::json result = nlohmann::json::parse(testing::slurp(json));
   EXPECT_EQ(result["backend"], "threads");
   EXPECT_EQ(result["check"], "ok");
   ASSERT_EQ(result["losses"].size(), 4u);
   EXPECT_LT(result["losses"][3].get<double>(), result["losses"][0].get<double>());  // it learns
   for (int rank = 0; rank < 4; ++rank) {
-    const std::string text = read_file(graphs + "/rank" + std::to_string(rank) + ".txt");
+    const std::string text = testing::slurp(graphs + "/rank" + std::to_string(rank) + ".txt");
     EXPECT_NE(text.find("# rank " + std::to_string(rank) + " at ["), std::string::npos) << rank;
   }
   std::filesystem::remove_all(graphs);

@@ -50,6 +50,27 @@ TEST(RedistributePlan, EachBasicTransitionUsesItsCollective) {
   EXPECT_EQ(plan(Shard{0}, Replicate{}).str(), "[S(0)] -> [R]: all_gather(mesh dim 0, dim 0, 256 B)");
 }
 
+TEST(RedistributePlan, MeshDimsOfOneDeviceMoveNothing) {
+  // On a mesh dim of size 1 every placement is the whole value: no collective, no slice. Masks
+  // still apply, and the other dim's steps stay.
+  using K = RedistributeKind;
+  DeviceMesh one({1});
+  auto plan1 = [&](Placement from, Placement to) {
+    return plan_redistribute(spec_of(one, {from}, {8, 8}), std::vector<Placement>{to}, links(one));
+  };
+  EXPECT_TRUE(plan1(Shard{0}, Replicate{}).steps.empty());
+  EXPECT_TRUE(plan1(Partial{}, Shard{1}).steps.empty());
+  EXPECT_TRUE(plan1(Shard{0}, Shard{1}).steps.empty());
+  EXPECT_TRUE(plan1(Replicate{}, Partial{}).steps.empty());
+  EXPECT_EQ(plan1(Shard{0}, Replicate{}).seconds, 0.0);
+  EXPECT_EQ(kinds(plan1(MaskPartial{8}, Replicate{})), std::vector<K>{K::ApplyMask});
+  DeviceMesh mixed({2, 1});
+  RedistributePlan plan = plan_redistribute(spec_of(mixed, {Shard{0}, Shard{1}}, {8, 8}),
+                                            std::vector<Placement>{Replicate{}, Replicate{}}, links(mixed));
+  ASSERT_EQ(kinds(plan), std::vector<K>{K::AllGather});
+  EXPECT_EQ(plan.steps[0].mesh_dim, 0);
+}
+
 TEST(RedistributePlan, UnevenShardToShardGathersThenSlices) {
   DeviceMesh mesh({4});
   RedistributePlan plan =
@@ -128,6 +149,10 @@ TEST(RedistributeThreads, EveryPairOnMesh4) {
 TEST(RedistributeThreads, EveryPairOnMesh2x2) {
   check_every_pair(DeviceMesh({2, 2}), {8, 4});
   check_every_pair(DeviceMesh({2, 2}), {5, 3});
+}
+TEST(RedistributeThreads, EveryPairOnMeshesWithADimOfOneDevice) {
+  check_every_pair(DeviceMesh({1}), {5, 3});
+  check_every_pair(DeviceMesh({2, 1}), {5, 3});
 }
 TEST(RedistributeThreads, EveryPairOnMesh2x4) {
   check_every_pair(DeviceMesh({2, 4}), {8, 8});

@@ -194,22 +194,6 @@ BruteForce brute_force(const ShardingProblem& problem) {
   return result;
 }
 
-std::string temp_path(const std::string& name) {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string prefix = test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() : "plan";
-  return ::testing::TempDir() + "parallax-" + std::to_string(getpid()) + "-" + prefix + "-" + name;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void spit(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
 SolveOptions exact_solver() {
   SolveOptions options;
   options.solver = SolverKind::Ilp;

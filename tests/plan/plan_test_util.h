@@ -7,8 +7,14 @@
 
 #include "parallax/plan/problem.h"
 #include "parallax/plan/solver.h"
+#include "support/test_util.h"
 
 namespace px::plan::testing {
+
+// The shared file helpers (support/test_util.h), where plan tests look for them.
+using px::testing::slurp;
+using px::testing::spit;
+using px::testing::temp_path;
 
 // google/iopddl's example.json (Apache License 2.0), as shipped in ../shared/iopddl/. Its
 // optimum is 445 with strategies [0, 0, 2, 1, 0].
@@ -35,12 +41,6 @@ struct BruteForce {
 
 // Exhaustive search with pruning (usages are >= 0); for small problems only.
 BruteForce brute_force(const ShardingProblem& problem);
-
-// A fresh path under the test temporary directory (not created).
-std::string temp_path(const std::string& name);
-// A whole file as bytes ("" when it cannot be read), and a file written with these bytes.
-std::string slurp(const std::string& path);
-void spit(const std::string& path, const std::string& text);
 
 // The exact solver (CBC) with a 60 s limit.
 SolveOptions exact_solver();

@@ -71,6 +71,24 @@ TEST(Executor, MatchesTheInterpreterOnAnMlp) {
   EXPECT_GE(stats.seconds, 0.0);
 }
 
+TEST(Executor, TimesEachNodeOnlyWhenAsked) {
+  MlpCase c;
+  Executor executor(c.graph());
+  ExecutionStats stats;
+  stats.node_seconds = {1.0};  // overwritten
+  executor.run(c.inputs(1), &stats);
+  EXPECT_TRUE(stats.node_seconds.empty());
+  const std::vector<Tensor> timed = executor.run(c.inputs(1), &stats, RunOptions{.time_nodes = true});
+  expect_same(timed, ir::interpret(executor.graph(), c.inputs(1)));
+  ASSERT_EQ(stats.node_seconds.size(), executor.graph().nodes().size());
+  double sum = 0;
+  for (double seconds : stats.node_seconds) {
+    EXPECT_GE(seconds, 0.0);
+    sum += seconds;
+  }
+  EXPECT_LE(sum, stats.seconds);  // the nodes run inside the run
+}
+
 TEST(Executor, RunsTheSameGraphManyTimes) {
   MlpCase c;
   Executor executor(c.graph());

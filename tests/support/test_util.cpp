@@ -1,7 +1,11 @@
 #include "support/test_util.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -159,6 +163,22 @@ std::string error_message(const std::function<void()>& fn) {
     return error.what();
   }
   return "(no error)";
+}
+
+std::string temp_path(const std::string& name) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string prefix = test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() : "plan";
+  return ::testing::TempDir() + "parallax-" + std::to_string(getpid()) + "-" + prefix + "-" + name;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void spit(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
 }
 
 }  // namespace px::testing

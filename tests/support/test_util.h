@@ -50,4 +50,10 @@ void expect_value_error(Fn&& fn, const std::string& message) {
   }
 }
 
+// A fresh path under the test temporary directory (not created).
+std::string temp_path(const std::string& name);
+// A whole file as bytes ("" when it cannot be read), and a file written with these bytes.
+std::string slurp(const std::string& path);
+void spit(const std::string& path, const std::string& text);
+
 }  // namespace px::testing

@@ -20,6 +20,8 @@
 // A Shard that stays but sits inside (after) a mesh dim that changes on the same
 // tensor dim is gathered and sliced again.
 //
+// A mesh dim of one device gets no step but a mask: there every placement is the whole value.
+//
 // Cost: alpha-beta per step on the link of its mesh dim (dist/comm_cost.h), on the
 // padded local buffer each rank holds at that step.
 

@@ -26,6 +26,13 @@ struct ExecutionStats {
   double input_bytes = 0;  // bytes of the distinct storages of the inputs
   int64_t nodes = 0;       // nodes run
   double seconds = 0;      // wall time of the run, checks included
+  // Per node, in graph order, the wall time of its call (dispatch and kernel) when the run was
+  // asked to time nodes (RunOptions::time_nodes); empty otherwise.
+  std::vector<double> node_seconds;
+};
+
+struct RunOptions {
+  bool time_nodes = false;  // fill ExecutionStats::node_seconds (two clock reads per node)
 };
 
 class Executor {
@@ -38,7 +45,8 @@ class Executor {
   // One tensor per graph input, in order, with exactly that input's shape and dtype
   // (ValueError naming the input otherwise). Returns one tensor per graph output. `stats`, if
   // given, is overwritten. Const: one Executor may run on several threads at once.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, ExecutionStats* stats = nullptr) const;
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, ExecutionStats* stats = nullptr,
+                          RunOptions options = {}) const;
 
   const ir::Graph& graph() const { return graph_; }
 

@@ -41,6 +41,7 @@ struct TrainOptions {
   runtime::SgdOptions sgd;
   std::optional<double> max_grad_norm;  // clip gradients to this global norm (torch's clip_grad_norm_)
   uint64_t seed = 0;                    // parameter initialization, as nn::Module::materialize(seed)
+  bool time_nodes = false;              // record each node's time in last_stats().node_seconds
 };
 
 class ParallelModule {
