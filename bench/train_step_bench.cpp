@@ -5,7 +5,7 @@
 //
 //   train_step_bench [--batch 8] [--seq 16] [--vocab 64] [--dim 32] [--layers 2] [--heads 4]
 //                    [--threads 1] [--steps 50] [--warmup 10] [--repeats 5] [--seed 0]
-//                    [--profile | --profile-shapes] [--check K --dump DIR]
+//                    [--profile | --profile-shapes] [--check K --dump DIR] [--no-pool]
 //
 // Prints `key: value` lines: median_ms (the median over `repeats` of the mean step time of `steps`
 // steps), min_ms, loss0 (the first step's loss), nodes, params, openblas_core, blas_threads.
@@ -16,7 +16,9 @@
 // and writes the losses and the final parameters, for torch_train_step.py --check DIR to compare.
 //
 // Parallax kernels run on the calling thread; only GEMMs use threads (OpenBLAS's pool), which
-// --threads sets. PyTorch is given the same count for its intra-op pool and its BLAS.
+// --threads sets. --no-pool runs the executor without its buffer pool (RunOptions::pool_buffers),
+// every buffer from the system allocator, to measure what the pool saves. PyTorch is given the same count for its
+// intra-op pool and its BLAS.
 
 #include <algorithm>
 #include <chrono>
@@ -53,6 +55,7 @@ struct Options {
   bool by_shape = false;  // --profile-shapes: per op and input shapes
   int check = 0;
   std::string dump;
+  bool pool = true;
 };
 
 Options parse(int argc, char** argv) {
@@ -69,6 +72,8 @@ Options parse(int argc, char** argv) {
       *it->second = std::stoll(argv[++i]);
     } else if (arg == "--dump" && has_value) {
       o.dump = argv[++i];
+    } else if (arg == "--no-pool") {
+      o.pool = false;
     } else if (arg == "--profile" || arg == "--profile-shapes") {
       o.profile = true;
       o.by_shape = arg == "--profile-shapes";
@@ -122,11 +127,12 @@ struct Step {
   std::vector<px::Tensor> params;
   std::vector<int64_t> grad_outputs;  // graph output per parameter
   int64_t loss_output = 0;
+  px::runtime::RunOptions run_options;
 };
 
 Step make_step(const px::JointProgram& program, px::nn::Module& module, const px::Tensor& tokens,
                const px::Tensor& targets) {
-  Step step{px::runtime::Executor(program.graph), {}, {}, {}, {}, program.graph_output.at(0)};
+  Step step{px::runtime::Executor(program.graph), {}, {}, {}, {}, program.graph_output.at(0), {}};
   int64_t user = 0;
   for (const px::InputDescriptor& input : program.inputs) {
     switch (input.kind) {
@@ -155,7 +161,7 @@ Step make_step(const px::JointProgram& program, px::nn::Module& module, const px
 
 // Forward + backward + AdamW; returns the loss.
 double train_step(const Step& step, px::runtime::AdamW& adamw) {
-  std::vector<px::Tensor> outputs = step.executor.run(step.inputs);
+  std::vector<px::Tensor> outputs = step.executor.run(step.inputs, nullptr, step.run_options);
   std::vector<px::Tensor> grads;
   grads.reserve(step.grad_outputs.size());
   for (int64_t index : step.grad_outputs)
@@ -243,7 +249,8 @@ int run(const Options& o) {
   module.materialize(o.seed);
   const px::Tensor tokens = random_tokens(o.batch, o.seq, o.vocab, o.seed * 2 + 1);
   const px::Tensor targets = random_tokens(o.batch, o.seq, o.vocab, o.seed * 2 + 2);
-  const Step step = make_step(program, module, tokens, targets);
+  Step step = make_step(program, module, tokens, targets);
+  step.run_options.pool_buffers = o.pool;
 
   if (o.check > 0) {
     std::ofstream manifest(o.dump + "/manifest.txt");

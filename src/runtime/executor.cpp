@@ -132,6 +132,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, ExecutionSt
   const Clock::time_point start = Clock::now();
   std::vector<double> node_seconds;
   if (options.time_nodes) node_seconds.reserve(steps_.size());
+  const BufferPoolStats pool_before = pool_->stats();
+  BufferPoolScope pool_scope(options.pool_buffers ? pool_ : nullptr);
   check_inputs(graph_, inputs);
   MemoryTracker memory;
   // The inputs are held (by the caller) for the whole run: one reference each that is never dropped.
@@ -181,6 +183,10 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, ExecutionSt
     stats->nodes = static_cast<int64_t>(steps_.size());
     stats->seconds = std::chrono::duration<double>(Clock::now() - start).count();
     stats->node_seconds = std::move(node_seconds);
+    const BufferPoolStats pool_after = pool_->stats();
+    stats->allocations = pool_after.allocations - pool_before.allocations;
+    stats->reused_allocations = pool_after.reuses - pool_before.reuses;
+    stats->pool_bytes = pool_after.system_bytes;
   }
   return outputs;
 }

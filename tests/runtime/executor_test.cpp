@@ -89,6 +89,25 @@ TEST(Executor, TimesEachNodeOnlyWhenAsked) {
   EXPECT_LE(sum, stats.seconds);  // the nodes run inside the run
 }
 
+TEST(Executor, LaterRunsReuseTheBuffersOfEarlierOnes) {
+  MlpCase c;
+  Executor executor(c.graph());
+  ExecutionStats first, second, unpooled;
+  const std::vector<Tensor> expected = ir::interpret(executor.graph(), c.inputs(1));
+  executor.run(c.inputs(1), &first);
+  EXPECT_GT(first.allocations, 0);
+  EXPECT_GT(first.pool_bytes, 0);
+  // The first run's outputs are gone: every buffer of the second run is a reused one.
+  expect_same(executor.run(c.inputs(1), &second), expected);
+  EXPECT_EQ(second.allocations, first.allocations);
+  EXPECT_EQ(second.reused_allocations, second.allocations);
+  EXPECT_EQ(second.pool_bytes, first.pool_bytes);
+  // Without the pool: the same results, nothing counted.
+  expect_same(executor.run(c.inputs(1), &unpooled, RunOptions{.pool_buffers = false}), expected);
+  EXPECT_EQ(unpooled.allocations, 0);
+  EXPECT_EQ(unpooled.reused_allocations, 0);
+}
+
 TEST(Executor, RunsTheSameGraphManyTimes) {
   MlpCase c;
   Executor executor(c.graph());

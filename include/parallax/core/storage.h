@@ -6,6 +6,8 @@
 
 namespace px {
 
+class BufferPool;
+
 // A 64-byte-aligned byte buffer shared by a tensor and its views. Contents
 // start uninitialized: kernels overwrite their outputs, and zero-filling every
 // output would cost a full extra write pass on memory-bound ops.
@@ -23,6 +25,8 @@ class Storage {
  private:
   std::byte* data_ = nullptr;
   int64_t nbytes_ = 0;
+  int64_t padded_bytes_ = 0;
+  std::shared_ptr<BufferPool> pool_;  // where data_ came from and goes back to; null: the system
 };
 
 }  // namespace px
