@@ -56,6 +56,15 @@ TEST(CliRun, CheckFailsLoudly) {
   EXPECT_NE(run.err.find("parallax run: check failed: "), std::string::npos) << run.err;
 }
 
+TEST(CliRun, ChecksATwoDimensionalBaselineAgainstOneDevice) {
+  // FSDP+TP exists only on 2-D meshes: the one-device reference run must not ask for it.
+  const testing::CliRun run =
+      parallax("run --model llama-mini --mesh 2x2 --plan FSDP+TP --steps 2 --dtype f64 --check --no-baselines");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("plan 'FSDP+TP'"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("check: the mesh run matches"), std::string::npos) << run.out;
+}
+
 TEST(CliRun, ErrorsAndUsage) {
   const testing::CliRun plan = parallax("run --model mlp --mesh 2 --plan ZeRO-7");
   EXPECT_EQ(plan.status, 2);
