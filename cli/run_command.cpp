@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.h"
@@ -247,6 +248,11 @@ int run_run(const RunArguments& args) {
            << static_cast<double>(data.tokens_per_step()) / seconds << " tokens/s), peak memory per rank "
            << std::setprecision(1) << result.peak_bytes / 1e6 << " MB; the plan predicted " << std::setprecision(2)
            << result.predicted_step_s * 1e3 << " ms on " << args.device << "\n";
+      const unsigned cores = std::thread::hardware_concurrency();
+      if (backend == dist::Backend::Threads && cores > 0 && mesh.size() > static_cast<int64_t>(cores)) {
+        *out << "(" << mesh.size() << " thread ranks share this machine's " << cores
+             << " cores; the prediction assumes one core per rank)\n";
+      }
       if (args.op_profile) {
         *out << "\nrank 0's graph run: median " << std::setprecision(2) << result.executor_seconds * 1e3
              << " ms of the step's " << seconds * 1e3 << " ms (the rest: input slicing, the optimizer)\n"

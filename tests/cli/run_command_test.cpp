@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "support/cli_runner.h"
 #include "support/test_util.h"
@@ -43,6 +44,9 @@ TEST(CliRun, PrintsThePlanTheBaselinesAndTheLoss) {
                            "peak memory per rank", "check: the mesh run matches the single-device run"}) {
     EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
   }
+  // More thread ranks than cores: the output says why the prediction is low.
+  const bool oversubscribed = std::thread::hardware_concurrency() < 4;
+  EXPECT_EQ(run.out.find("4 thread ranks share this machine's") != std::string::npos, oversubscribed) << run.out;
 }
 
 TEST(CliRun, CheckFailsLoudly) {
