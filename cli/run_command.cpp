@@ -63,7 +63,8 @@ struct RunResult {
   std::vector<double> step_seconds;
   std::vector<std::pair<std::string, Tensor>> parameters;  // whole, at the end (with --check)
   double peak_bytes = 0;                                   // the largest over ranks
-  double predicted_step_s = 0;                             // the plan's cost under the device profile
+  double pool_bytes = 0;        // the largest over ranks of the executor's buffer pool, after the last step
+  double predicted_step_s = 0;  // the plan's cost under the device profile
   std::string plan_label;
   std::vector<plan::OpSample> op_samples;  // rank 0's nodes, median over the steps after the first
   double executor_seconds = 0;             // rank 0's median graph run, within the step
@@ -151,7 +152,9 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
                      << static_cast<double>(data.tokens_per_step()) / seconds.back() << " tokens/s" << std::endl;
             }
           }
-          Tensor peak = px::full({}, module.last_stats().peak_bytes, DType::Float64);
+          Tensor peak = px::full({2}, 0.0, DType::Float64);
+          peak.data<double>()[0] = module.last_stats().peak_bytes;
+          peak.data<double>()[1] = module.last_stats().pool_bytes;
           world.all_reduce(peak, ReduceOp::Max);
           std::vector<std::pair<std::string, Tensor>> parameters;
           if (args.check) {
@@ -165,7 +168,8 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
             result.losses = losses;
             result.step_seconds = seconds;
             result.parameters = parameters;
-            result.peak_bytes = peak.item<double>();
+            result.peak_bytes = peak.data<double>()[0];
+            result.pool_bytes = peak.data<double>()[1];
             result.predicted_step_s = sharding.evaluation.cost;
             result.plan_label = sharding.label;
             result.predicted_communication_s = sharding.communication_seconds;
@@ -246,7 +250,8 @@ int run_run(const RunArguments& args) {
     if (out) {
       *out << "\nmedian step " << std::fixed << std::setprecision(2) << seconds * 1e3 << " ms (" << std::setprecision(0)
            << static_cast<double>(data.tokens_per_step()) / seconds << " tokens/s), peak memory per rank "
-           << std::setprecision(1) << result.peak_bytes / 1e6 << " MB; the plan predicted " << std::setprecision(2)
+           << std::setprecision(1) << result.peak_bytes / 1e6 << " MB (its buffer pool holds "
+           << result.pool_bytes / 1e6 << " MB); the plan predicted " << std::setprecision(2)
            << result.predicted_step_s * 1e3 << " ms on " << args.device << "\n";
       const unsigned cores = std::thread::hardware_concurrency();
       if (backend == dist::Backend::Threads && cores > 0 && mesh.size() > static_cast<int64_t>(cores)) {
@@ -288,6 +293,7 @@ int run_run(const RunArguments& args) {
       json["median_step_s"] = seconds;
       json["predicted_step_s"] = result.predicted_step_s;
       json["peak_bytes"] = result.peak_bytes;
+      json["pool_bytes"] = result.pool_bytes;
       json["executor_step_s"] = result.executor_seconds;
       if (args.op_profile) {
         nlohmann::ordered_json rows = nlohmann::ordered_json::array();

@@ -28,6 +28,7 @@ TEST(CliRun, TrainsOnFourThreadRanksAndMatchesOneDevice) {
   EXPECT_EQ(result["check"], "ok");
   ASSERT_EQ(result["losses"].size(), 4u);
   EXPECT_LT(result["losses"][3].get<double>(), result["losses"][0].get<double>());  // it learns
+  EXPECT_GT(result["pool_bytes"].get<double>(), 0);  // the executor's buffers come from its pool
   for (int rank = 0; rank < 4; ++rank) {
     const std::string text = testing::slurp(graphs + "/rank" + std::to_string(rank) + ".txt");
     EXPECT_NE(text.find("# rank " + std::to_string(rank) + " at ["), std::string::npos) << rank;
