@@ -45,35 +45,38 @@ std::vector<plan::OpSample> measure(const CalibrateArguments& args, const nn::Mo
   const dist::DeviceMesh mesh({args.ranks});
   std::vector<plan::OpSample> samples;
   std::mutex mutex;
-  dist::launch(static_cast<int>(args.ranks), [&](int rank, dist::ProcessGroup& world) {
-    auto groups = std::make_shared<dist::MeshGroups>(mesh, world);
-    with_model(spec, [&](auto& model) {
-      AutoParallelOptions options;
-      options.plan.device = base;
-      options.train.time_nodes = true;
-      AutoParallel ap(
-          model, [&] { return data.metas(); }, mesh, options);
-      std::optional<plan::ShardingPlan> sharding;
-      if (args.ranks == 1) {
-        sharding = ap.optimize_placement();
-      } else {
-        for (const plan::BaselineResult& baseline : ap.baselines()) {
-          if (baseline.baseline.name == "DP" && baseline.plan) sharding = *baseline.plan;
-        }
-        if (!sharding) throw InfeasiblePlan("no data-parallel plan for " + spec.name + " on " + mesh.str());
-      }
-      ParallelModule module = ap.apply_placement(*sharding, groups);
-      std::vector<std::vector<double>> runs;
-      for (int64_t step = 0; step < args.steps; ++step) {
-        const auto [a, b] = data.at(step);
-        module.train_step(a, b);
-        if (step > 0 || args.steps == 1) runs.push_back(module.last_stats().node_seconds);
-      }
-      if (rank != 0) return;
-      std::lock_guard<std::mutex> lock(mutex);
-      samples = plan::op_samples(module.program().graph, plan::median_node_seconds(runs));
-    });
-  });
+  dist::launch(
+      static_cast<int>(args.ranks),
+      [&](int rank, dist::ProcessGroup& world) {
+        auto groups = std::make_shared<dist::MeshGroups>(mesh, world);
+        with_model(spec, [&](auto& model) {
+          AutoParallelOptions options;
+          options.plan.device = base;
+          options.train.time_nodes = true;
+          AutoParallel ap(
+              model, [&] { return data.metas(); }, mesh, options);
+          std::optional<plan::ShardingPlan> sharding;
+          if (args.ranks == 1) {
+            sharding = ap.optimize_placement();
+          } else {
+            for (const plan::BaselineResult& baseline : ap.baselines()) {
+              if (baseline.baseline.name == "DP" && baseline.plan) sharding = *baseline.plan;
+            }
+            if (!sharding) throw InfeasiblePlan("no data-parallel plan for " + spec.name + " on " + mesh.str());
+          }
+          ParallelModule module = ap.apply_placement(*sharding, groups);
+          std::vector<std::vector<double>> runs;
+          for (int64_t step = 0; step < args.steps; ++step) {
+            const auto [a, b] = data.at(step);
+            module.train_step(a, b);
+            if (step > 0) runs.push_back(module.last_stats().node_seconds);
+          }
+          if (rank != 0) return;
+          std::lock_guard<std::mutex> lock(mutex);
+          samples = plan::op_samples(module.program().graph, plan::median_node_seconds(runs));
+        });
+      },
+      dist::LaunchOptions{dist::Backend::Threads});  // ranks side by side in this process, even under mpirun
   return samples;
 }
 
@@ -105,12 +108,15 @@ int run_calibrate(const CalibrateArguments& args) {
     if (!file.flush()) throw ValueError("cannot write '" + args.out + "'");
 
     std::cout << "\nfitted " << calibrated.op_timings.size() << " op timings (op overhead for the rest "
-              << std::setprecision(3) << calibrated.op_overhead_s * 1e6 << " us); graph time per model:\n";
+              << std::setprecision(3) << calibrated.op_overhead_s * 1e6
+              << " us); rank 0's graph time per model, collectives apart:\n";
     std::cout << std::left << std::setw(44) << "model" << std::right << std::setw(14) << "measured ms" << std::setw(12)
               << args.base + " ms" << std::setw(16) << "calibrated ms\n";
     for (size_t m = 0; m < per_model.size(); ++m) {
       double measured = 0;
-      for (const plan::OpSample& sample : per_model[m]) measured += sample.seconds;
+      for (const plan::OpSample& sample : per_model[m]) {
+        if (!sample.collective) measured += sample.seconds;  // as op_profile: communication apart
+      }
       std::cout << std::left << std::setw(44) << args.models[m] << std::right << std::fixed << std::setprecision(2)
                 << std::setw(14) << measured * 1e3 << std::setw(12) << total_predicted(per_model[m], base) * 1e3
                 << std::setw(15) << total_predicted(per_model[m], calibrated) * 1e3 << "\n";
