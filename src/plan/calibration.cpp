@@ -155,7 +155,9 @@ OpTiming fit_op_timing(std::span<const OpSample> samples) {
 DeviceProfile calibrate(DeviceProfile base, std::span<const OpSample> samples, CalibrationOptions options) {
   std::map<std::string, std::vector<OpSample>> by_key;
   for (const OpSample& sample : samples) {
-    if (!sample.collective) by_key[op_timing_key(sample.op, sample.dtype)].push_back(sample);
+    // A time the clock could not resolve (0) says nothing about the op's rates.
+    const bool measured = sample.seconds > 0 && std::isfinite(sample.seconds);
+    if (!sample.collective && measured) by_key[op_timing_key(sample.op, sample.dtype)].push_back(sample);
   }
   std::vector<double> per_call;
   for (const auto& [key, group] : by_key) {

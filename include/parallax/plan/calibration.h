@@ -54,6 +54,7 @@ struct CalibrationOptions {
 };
 
 // `base` with a fitted timing for every (op, dtype) of `samples` that has min_samples of them
+// (collectives and samples without a positive, finite time left out)
 // (replacing the ones `base` had for those keys), op_overhead_s set to the median fitted
 // per-call time (what an op never measured still costs to dispatch), and " (calibrated)"
 // appended to its name once.
