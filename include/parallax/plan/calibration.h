@@ -12,8 +12,8 @@
 // coefficients >= 0, fitted by least squares with each node's error divided by the square root
 // of its time. That sits between relative error, where the many small nodes (in cache, fast per
 // byte) set the rates and large nodes come out low, and absolute error, where the few largest
-// nodes decide and the per-call cost soaks up what is left. The planner then prices those ops with their model
-// (priced_seconds).
+// nodes decide and the per-call cost soaks up what is left. The planner then prices those ops
+// with their model (priced_seconds).
 
 #include <cstdint>
 #include <span>
