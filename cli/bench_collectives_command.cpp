@@ -30,6 +30,7 @@
 #include "parallax/core/error.h"
 #include "parallax/core/tensor.h"
 #include "parallax/dist/process_group.h"
+#include "statistics.h"
 
 namespace px::cli {
 namespace {
@@ -121,12 +122,6 @@ CLI::Validator parsed_by(Parse parse, const std::string& description) {
         }
       },
       description);
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 // Per iteration, the slowest rank's time (an all_reduce max, so that it works with ranks in

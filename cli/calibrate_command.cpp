@@ -8,7 +8,6 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +17,7 @@
 #include "parallax/dist/process_group.h"
 #include "parallax/plan/calibration.h"
 #include "parallax/plan/device_profile.h"
-#include "synthetic_data.h"
+#include "training_setup.h"
 
 namespace px::cli {
 namespace {
@@ -55,16 +54,7 @@ std::vector<plan::OpSample> measure(const CalibrateArguments& args, const nn::Mo
           options.train.time_nodes = true;
           AutoParallel ap(
               model, [&] { return data.metas(); }, mesh, options);
-          std::optional<plan::ShardingPlan> sharding;
-          if (args.ranks == 1) {
-            sharding = ap.optimize_placement();
-          } else {
-            for (const plan::BaselineResult& baseline : ap.baselines()) {
-              if (baseline.baseline.name == "DP" && baseline.plan) sharding = *baseline.plan;
-            }
-            if (!sharding) throw InfeasiblePlan("no data-parallel plan for " + spec.name + " on " + mesh.str());
-          }
-          ParallelModule module = ap.apply_placement(*sharding, groups);
+          ParallelModule module = ap.apply_placement(select_plan(ap, args.ranks == 1 ? "solver" : "DP", mesh), groups);
           std::vector<std::vector<double>> runs;
           for (int64_t step = 0; step < args.steps; ++step) {
             const auto [a, b] = data.at(step);

@@ -28,7 +28,8 @@
 #include "parallax/ops/factory.h"
 #include "parallax/plan/calibration.h"
 #include "parallax/plan/device_profile.h"
-#include "synthetic_data.h"
+#include "statistics.h"
+#include "training_setup.h"
 
 namespace px::cli {
 namespace {
@@ -71,13 +72,6 @@ struct RunResult {
   double predicted_communication_s = 0;    // the plan's communication share of predicted_step_s
 };
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 // Trains on `mesh` (every rank of the job runs this); rank 0 prints as it goes when `out` is set.
 RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batches& data, const dist::DeviceMesh& mesh,
                 dist::Backend backend, std::ostream* out) {
@@ -100,22 +94,8 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
           if (args.max_grad_norm > 0) options.train.max_grad_norm = args.max_grad_norm;
           AutoParallel ap(
               model, [&] { return data.metas(); }, mesh, options);
-          const plan::ShardingPlan sharding = ap.broadcast_plan(*groups, [&]() -> plan::ShardingPlan {
-            if (args.plan == "solver") return ap.optimize_placement();
-            if (std::filesystem::is_regular_file(args.plan)) {
-              std::ifstream file(args.plan);
-              std::stringstream text;
-              text << file.rdbuf();
-              return ap.plan_from_json(text.str());
-            }
-            for (const plan::BaselineResult& baseline : ap.baselines()) {
-              if (baseline.baseline.name != args.plan) continue;
-              if (!baseline.plan) throw InfeasiblePlan(baseline.baseline.name + ": " + baseline.error);
-              return *baseline.plan;
-            }
-            throw ValueError("--plan: '" + args.plan + "' is neither solver, a baseline (DP, FSDP, TP" +
-                             std::string(mesh.ndim() > 1 ? ", FSDP+TP" : "") + ") nor a plan file");
-          });
+          const plan::ShardingPlan sharding =
+              ap.broadcast_plan(*groups, [&] { return select_plan(ap, args.plan, mesh); });
           if (print) {
             *print << plan::format_report(ap.report(sharding), args.parameters) << "\n";
             if (args.baselines) {
@@ -247,6 +227,9 @@ int run_run(const RunArguments& args) {
     }
     if (!talk) return 0;
     const double seconds = median(result.step_seconds);
+    const std::vector<plan::OpProfileRow> op_rows =
+        args.op_profile ? plan::op_profile(result.op_samples, plan::device_profile(args.device))
+                        : std::vector<plan::OpProfileRow>{};
     if (out) {
       *out << "\nmedian step " << std::fixed << std::setprecision(2) << seconds * 1e3 << " ms (" << std::setprecision(0)
            << static_cast<double>(data.tokens_per_step()) / seconds << " tokens/s), peak memory per rank "
@@ -263,7 +246,7 @@ int run_run(const RunArguments& args) {
              << " ms of the step's " << seconds * 1e3 << " ms (the rest: input slicing, the optimizer)\n"
              << "its nodes by op, measured (median over the steps after the first) against the " << args.device
              << " profile's prediction (communication excluded):\n"
-             << plan::format_op_profile(plan::op_profile(result.op_samples, plan::device_profile(args.device)));
+             << plan::format_op_profile(op_rows);
         int64_t collectives = 0;
         double collective_seconds = 0;
         for (const plan::OpSample& sample : result.op_samples) {
@@ -297,7 +280,7 @@ int run_run(const RunArguments& args) {
       json["executor_step_s"] = result.executor_seconds;
       if (args.op_profile) {
         nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-        for (const plan::OpProfileRow& row : plan::op_profile(result.op_samples, plan::device_profile(args.device))) {
+        for (const plan::OpProfileRow& row : op_rows) {
           rows.push_back(
               {{"op", row.op}, {"nodes", row.nodes}, {"measured_s", row.measured_s}, {"predicted_s", row.predicted_s}});
         }

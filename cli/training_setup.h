@@ -1,11 +1,17 @@
 #pragma once
-// Synthetic training data and zoo-model construction shared by `parallax run` and
-// `parallax calibrate`.
+// What `parallax run` and `parallax calibrate` share to train a zoo model: synthetic data, the
+// model's construction, and the plan picked by name.
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 #include <tuple>
 
+#include "parallax/api/auto_parallel.h"
+#include "parallax/core/error.h"
 #include "parallax/nn/zoo.h"
 #include "parallax/ops/factory.h"
 
@@ -73,6 +79,26 @@ void with_model(const nn::ModelSpec& spec, F&& f) {
       return;
     }
   }
+}
+
+// The plan called `name`: "solver" (the solver's), the path of a plan file, or a hand-written
+// baseline (DP, FSDP, TP, FSDP+TP). InfeasiblePlan when the baseline has no plan on this mesh;
+// ValueError for a name that is none of these.
+inline plan::ShardingPlan select_plan(AutoParallel& ap, const std::string& name, const dist::DeviceMesh& mesh) {
+  if (name == "solver") return ap.optimize_placement();
+  if (std::filesystem::is_regular_file(name)) {
+    std::ifstream file(name);
+    std::stringstream text;
+    text << file.rdbuf();
+    return ap.plan_from_json(text.str());
+  }
+  for (const plan::BaselineResult& baseline : ap.baselines()) {
+    if (baseline.baseline.name != name) continue;
+    if (!baseline.plan) throw InfeasiblePlan(baseline.baseline.name + ": " + baseline.error);
+    return *baseline.plan;
+  }
+  throw ValueError("--plan: '" + name + "' is neither solver, a baseline (DP, FSDP, TP" +
+                   std::string(mesh.ndim() > 1 ? ", FSDP+TP" : "") + ") nor a plan file");
 }
 
 }  // namespace px::cli
