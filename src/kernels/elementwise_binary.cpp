@@ -1,9 +1,9 @@
 // Binary arithmetic, comparisons and where: the two- and three-input kernels.
 // No multiply-add contraction: the AVX2/AVX-512 clones of the row loops (see
-// kernels/elementwise_loops.h) would otherwise fuse a*b+c where the baseline and
-// strided loops round twice, and results would differ in the last bit between
-// machines and between contiguous and strided inputs. First, so it covers every
-// function this file instantiates, headers included.
+// kernels/elementwise_loops.h) would otherwise fuse a*b+c where the baseline
+// clone rounds twice, and results would differ in the last bit between
+// machines. First, so it covers every function this file instantiates, headers
+// included.
 #pragma GCC optimize("fp-contract=off")
 #include "kernels/elementwise_loops.h"
 #include "parallax/kernels/elementwise.h"

@@ -2,12 +2,14 @@
 // Private: the loop skeletons shared by the elementwise kernels.
 //
 // map1/map2/map3 write a contiguous output from 1-3 strided inputs by calling a
-// functor on raw element values. They iterate a simplified StridedIter: each
-// row ends in a plain loop, and rows where every input has stride 1 (or a
-// broadcast stride 0) go to loops over __restrict pointers that g++ -O3
-// vectorizes. Functors get and return storage values; `lift` adapts a functor
-// written on compute values (bfloat16 loads as float32 and rounds back on store).
+// functor on raw element values. They iterate a simplified StridedIter, and
+// every row ends in a loop over __restrict pointers that g++ -O3 vectorizes:
+// directly where each input has stride 1 (or a broadcast stride 0), through
+// gathered copies otherwise. Functors get and return storage values; `lift`
+// adapts a functor written on compute values (bfloat16 loads as float32 and
+// rounds back on store).
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -102,9 +104,9 @@ inline bool is_nan(C value) {
 // The contiguous row loops are also compiled for AVX-512 and AVX2 machines and
 // picked once at load time (GCC function multiversioning, an ifunc), so a
 // portable baseline build still runs 8-16 lanes wide where the CPU can: the
-// float32 approximations get 4-8x faster. The kernel files that include this
-// turn multiply-add contraction off, so every clone rounds exactly like the
-// baseline and the strided loops: the same bits on every machine and layout.
+// float32 approximations get 4-8x faster. Every clone rounds alike (the kernel
+// files turn multiply-add contraction off and ask for fused multiply-adds
+// explicitly), so results are the same bits on every machine.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PX_ROW_CLONES [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
 #else
@@ -114,11 +116,6 @@ inline bool is_nan(C value) {
 template <class Out, class X, class Fn>
 PX_ROW_CLONES void row1_contiguous(Out* __restrict out, const X* __restrict x, int64_t n, const Fn& fn) {
   for (int64_t i = 0; i < n; ++i) out[i] = fn(x[i]);
-}
-
-template <class Out, class X, class Fn>
-void row1_strided(Out* out, const X* x, int64_t step, int64_t n, const Fn& fn) {
-  for (int64_t i = 0; i < n; ++i) out[i] = fn(x[i * step]);
 }
 
 template <class Out, class A, class B, class Fn>
@@ -137,21 +134,61 @@ PX_ROW_CLONES void row2_scalar_a(Out* __restrict out, A a, const B* __restrict b
   for (int64_t i = 0; i < n; ++i) out[i] = fn(a, b[i]);
 }
 
-template <class Out, class A, class B, class Fn>
-void row2_strided(Out* out, const A* a, int64_t step_a, const B* b, int64_t step_b, int64_t n, const Fn& fn) {
-  for (int64_t i = 0; i < n; ++i) out[i] = fn(a[i * step_a], b[i * step_b]);
-}
-
 template <class Out, class A, class B, class C, class Fn>
 PX_ROW_CLONES void row3_contiguous(Out* __restrict out, const A* __restrict a, const B* __restrict b,
                                    const C* __restrict c, int64_t n, const Fn& fn) {
   for (int64_t i = 0; i < n; ++i) out[i] = fn(a[i], b[i], c[i]);
 }
 
+// Rows with a strided input are gathered, a block at a time, into buffers on
+// the stack and run through the contiguous loops: the same code for every
+// layout, so a strided input gives the same bits as a contiguous one, and it
+// runs vectorized.
+inline constexpr int64_t kGatherBlock = 256;
+
+template <class T>
+void gather(T* __restrict out, const T* __restrict in, int64_t step, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i * step];
+}
+
+// body(begin, count) for consecutive blocks of at most kGatherBlock elements.
+template <class Body>
+void for_each_block(int64_t n, const Body& body) {
+  for (int64_t begin = 0; begin < n; begin += kGatherBlock) body(begin, std::min(kGatherBlock, n - begin));
+}
+
+template <class Out, class X, class Fn>
+void row1_strided(Out* out, const X* x, int64_t step, int64_t n, const Fn& fn) {
+  X xs[kGatherBlock];
+  for_each_block(n, [&](int64_t begin, int64_t count) {
+    gather(xs, x + begin * step, step, count);
+    row1_contiguous(out + begin, xs, count, fn);
+  });
+}
+
+template <class Out, class A, class B, class Fn>
+void row2_strided(Out* out, const A* a, int64_t step_a, const B* b, int64_t step_b, int64_t n, const Fn& fn) {
+  A as[kGatherBlock];
+  B bs[kGatherBlock];
+  for_each_block(n, [&](int64_t begin, int64_t count) {
+    gather(as, a + begin * step_a, step_a, count);
+    gather(bs, b + begin * step_b, step_b, count);
+    row2_contiguous(out + begin, as, bs, count, fn);
+  });
+}
+
 template <class Out, class A, class B, class C, class Fn>
 void row3_strided(Out* out, const A* a, int64_t step_a, const B* b, int64_t step_b, const C* c, int64_t step_c,
                   int64_t n, const Fn& fn) {
-  for (int64_t i = 0; i < n; ++i) out[i] = fn(a[i * step_a], b[i * step_b], c[i * step_c]);
+  A as[kGatherBlock];
+  B bs[kGatherBlock];
+  C cs[kGatherBlock];
+  for_each_block(n, [&](int64_t begin, int64_t count) {
+    gather(as, a + begin * step_a, step_a, count);
+    gather(bs, b + begin * step_b, step_b, count);
+    gather(cs, c + begin * step_c, step_c, count);
+    row3_contiguous(out + begin, as, bs, cs, count, fn);
+  });
 }
 
 // --- whole-tensor maps ---

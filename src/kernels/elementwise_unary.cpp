@@ -1,8 +1,9 @@
 // Unary maps, tensor-scalar ops and the fused GELU backward: the one-input kernels.
 // No multiply-add contraction: the AVX2/AVX-512 clones of the row loops (see
-// kernels/elementwise_loops.h) would otherwise fuse a*b+c where the baseline and
-// strided loops round twice, and results would differ in the last bit between
-// machines and between contiguous and strided inputs. First, so it covers every
+// kernels/elementwise_loops.h) would otherwise fuse a*b+c where the baseline
+// clone rounds twice, and results would differ in the last bit between
+// machines. The float32 math asks for its fused multiply-adds explicitly
+// (math::fma_), which round alike everywhere. First, so it covers every
 // function this file instantiates, headers included.
 #pragma GCC optimize("fp-contract=off")
 #include <cmath>

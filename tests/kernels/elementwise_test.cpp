@@ -181,7 +181,7 @@ double gelu_tanh_ref(double x) { return x * sigmoid_ref(2 * std::sqrt(2 / M_PI) 
 
 // Float32 epsilon is 1.19e-7: these bounds are a few ulp.
 TEST(Float32Approximations, ExpIsWithinAFewUlp) {
-  EXPECT_LT(measure(UnaryOp::Exp, -86.6, 88.7, [](double v) { return std::exp(v); }).max_rel, 3e-7);
+  EXPECT_LT(measure(UnaryOp::Exp, -86.6, 88.7, [](double v) { return std::exp(v); }).max_rel, 1.5e-7);
 }
 
 TEST(Float32Approximations, TanhIsWithinAFewUlp) {
@@ -198,8 +198,8 @@ TEST(Float32Approximations, SigmoidAndSiluKeepRelativeAccuracyInBothTails) {
 
 TEST(Float32Approximations, GeluKeepsRelativeAccuracyInBothTails) {
   // Down to x = -12 (gelu ~ 1e-32): the exact form goes through erfc, the tanh form through sigmoid.
-  EXPECT_LT(measure(UnaryOp::GeluErf, -12, 12, gelu_ref).max_rel, 1e-5);
-  EXPECT_LT(measure(UnaryOp::GeluErf, -3, 12, gelu_ref).max_rel, 1e-6);
+  EXPECT_LT(measure(UnaryOp::GeluErf, -12, 12, gelu_ref).max_rel, 6e-6);
+  EXPECT_LT(measure(UnaryOp::GeluErf, -3, 12, gelu_ref).max_rel, 6e-7);
   EXPECT_LT(measure(UnaryOp::GeluTanh, -12, 12, gelu_tanh_ref).max_rel, 2e-5);
   EXPECT_LT(measure(UnaryOp::GeluTanh, -3, 12, gelu_tanh_ref).max_rel, 1e-6);
 }
@@ -220,8 +220,8 @@ TEST(Float32Approximations, GeluBackwardMatchesTheDerivative) {
   }
 }
 
-// The contiguous loops may run as AVX2/AVX-512 clones and the strided ones not:
-// with no multiply-add contraction both round the same way, bit for bit.
+// Strided rows are gathered and run through the contiguous loops, so a layout
+// never changes a result's bits.
 TEST(Float32Approximations, ContiguousAndStridedLoopsAgreeBitForBit) {
   const int64_t count = 4099;
   std::vector<float> spread(2 * count), contiguous(count);
@@ -236,6 +236,32 @@ TEST(Float32Approximations, ContiguousAndStridedLoopsAgreeBitForBit) {
     unary(op, DType::Float32, fast.data(), shape, contiguous.data(), Strides{1});
     unary(op, DType::Float32, strided.data(), shape, spread.data(), Strides{2});
     EXPECT_EQ(fast, strided) << "op " << static_cast<int>(op);
+  }
+}
+
+TEST(Float32Approximations, GeluBackwardAgreesBitForBitOnStridedAndBroadcastInputs) {
+  const int64_t count = 1000;  // several gather blocks and a partial one
+  std::vector<float> x(count), x_spread(3 * count), grad(count), grad_reversed(count);
+  for (int64_t i = 0; i < count; ++i) {
+    auto k = static_cast<size_t>(i);
+    x[k] = -7.0f + 14.0f * static_cast<float>(i) / count;
+    x_spread[3 * k] = x[k];
+    grad[k] = 0.5f + static_cast<float>(i % 7);
+  }
+  for (int64_t i = 0; i < count; ++i) grad_reversed[static_cast<size_t>(count - 1 - i)] = grad[static_cast<size_t>(i)];
+  Shape shape{count};
+  for (GeluApprox approx : {GeluApprox::Erf, GeluApprox::Tanh}) {
+    std::vector<float> fast(count), strided(count), broadcast(count), broadcast_fast(count);
+    std::vector<float> twos(count, 2.0f);
+    const float two = 2.0f;
+    gelu_backward(approx, DType::Float32, fast.data(), shape, grad.data(), Strides{1}, x.data(), Strides{1});
+    // x every third element, grad walked backwards: both inputs gathered.
+    gelu_backward(approx, DType::Float32, strided.data(), shape, grad_reversed.data() + (count - 1), Strides{-1},
+                  x_spread.data(), Strides{3});
+    EXPECT_EQ(fast, strided);
+    gelu_backward(approx, DType::Float32, broadcast_fast.data(), shape, twos.data(), Strides{1}, x.data(), Strides{1});
+    gelu_backward(approx, DType::Float32, broadcast.data(), shape, &two, Strides{0}, x_spread.data(), Strides{3});
+    EXPECT_EQ(broadcast_fast, broadcast);
   }
 }
 
