@@ -1,7 +1,7 @@
 // Op throughput against the hardware's own ceilings, measured in one run:
 //   - matmul through the op (dispatcher + kernel) vs cblas_sgemm called directly, 1 BLAS thread;
 //   - memory-bound ops (add, gelu, softmax, layer_norm) on 16 MiB float32 tensors vs memcpy,
-//     add and gelu also on a transposed (strided) operand.
+//     add, gelu and contiguous() also on a transposed (strided) operand.
 // Bytes moved = bytes read + bytes written, for the ops and for memcpy alike.
 // Run: build/bench/ops_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //        --benchmark_report_aggregates_only=true   (interleaving: see docs/benchmarks.md, run 3)
@@ -112,6 +112,13 @@ void BM_gelu_transposed(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
 }
 BENCHMARK(BM_gelu_transposed)->UseRealTime();
+
+void BM_contiguous_transposed(benchmark::State& state) {
+  px::Tensor x = filled({2048, 2048}, 1.0f).transpose(0, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(x.contiguous());
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
+}
+BENCHMARK(BM_contiguous_transposed)->UseRealTime();
 
 void BM_softmax(benchmark::State& state) {
   px::Tensor x = filled({kFloats16MiB / 1024, 1024}, 0.1f);

@@ -1,6 +1,9 @@
 #include "parallax/kernels/copy.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <span>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -78,33 +81,130 @@ Layout coalesce(std::span<const int64_t> shape, std::span<const int64_t> src, st
   return layout;
 }
 
+// fn(src_offset, dst_offset) at every index of the space `sizes` (outermost
+// first), in row-major order: an odometer over the dims.
+template <class Fn>
+void for_each_index(std::span<const int64_t> sizes, std::span<const int64_t> src_strides,
+                    std::span<const int64_t> dst_strides, const Fn& fn) {
+  std::vector<int64_t> counter(sizes.size(), 0);
+  int64_t count = 1;
+  for (int64_t size : sizes) count *= size;
+  int64_t src_offset = 0, dst_offset = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    fn(src_offset, dst_offset);
+    for (size_t d = sizes.size(); d-- > 0;) {
+      src_offset += src_strides[d];
+      dst_offset += dst_strides[d];
+      if (++counter[d] < sizes[d]) break;
+      src_offset -= src_strides[d] * sizes[d];
+      dst_offset -= dst_strides[d] * sizes[d];
+      counter[d] = 0;
+    }
+  }
+}
+
+// A transposing copy walks one operand across its layout: row by row, a 2048 x
+// 2048 float32 transpose reads a new cache line and a new page per element
+// (1.1 GB/s here). Tiled, each kTile x kTile tile is read into a buffer in the
+// source's order and written out in the destination's, so both walk whole
+// cache lines and the buffer (4-8 KiB) stays in L1: 9.4 GB/s. Walking the tile
+// in place gets 4.6 GB/s, as power-of-two strides put all of a tile's lines of
+// one operand in the same L1 set.
+constexpr int64_t kTile = 32;
+
+// The outer dim to tile together with the inner one: where one operand steps
+// through memory faster than along the inner dim. -1 when rows are the better walk.
+int64_t transposed_dim(const Layout& layout) {
+  const auto inner = static_cast<int64_t>(layout.sizes.size()) - 1;
+  for (const std::vector<int64_t>* strides : {&layout.src_strides, &layout.dst_strides}) {
+    int64_t best = -1;
+    for (int64_t d = 0; d < inner; ++d) {
+      if (best < 0 || std::abs((*strides)[d]) < std::abs((*strides)[best])) best = d;
+    }
+    if (best >= 0 && std::abs((*strides)[best]) < std::abs((*strides)[inner]) && layout.sizes[inner] >= kTile &&
+        layout.sizes[best] >= kTile) {
+      return best;
+    }
+  }
+  return -1;
+}
+
+// fn(r, c) over an h x w tile, with r or c the inner loop.
+template <class Fn>
+void walk_tile(bool r_inner, int64_t h, int64_t w, const Fn& fn) {
+  if (r_inner) {
+    for (int64_t c = 0; c < w; ++c) {
+      for (int64_t r = 0; r < h; ++r) fn(r, c);
+    }
+  } else {
+    for (int64_t r = 0; r < h; ++r) {
+      for (int64_t c = 0; c < w; ++c) fn(r, c);
+    }
+  }
+}
+
+template <class Src, class Dst>
+void copy_tiled(const Src* src, int64_t src_rows, int64_t src_cols, Dst* dst, int64_t dst_rows, int64_t dst_cols,
+                int64_t rows, int64_t cols) {
+  Dst tile[kTile * kTile];
+  const bool src_r_inner = std::abs(src_rows) < std::abs(src_cols);
+  const bool dst_r_inner = std::abs(dst_rows) < std::abs(dst_cols);
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t h = std::min(rows - r0, kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t w = std::min(cols - c0, kTile);
+      const Src* in = src + r0 * src_rows + c0 * src_cols;
+      Dst* out = dst + r0 * dst_rows + c0 * dst_cols;
+      if (src_rows == 1 && dst_cols == 1) {  // the common transpose, with unit strides the compiler sees
+        for (int64_t c = 0; c < w; ++c) {
+          for (int64_t r = 0; r < h; ++r) tile[c * kTile + r] = convert_value<Dst>(in[r + c * src_cols]);
+        }
+        for (int64_t r = 0; r < h; ++r) {
+          for (int64_t c = 0; c < w; ++c) out[r * dst_rows + c] = tile[c * kTile + r];
+        }
+        continue;
+      }
+      // The tile is laid out in the source's order, so that reading into it is a plain copy.
+      auto at = [&](int64_t r, int64_t c) { return src_r_inner ? c * kTile + r : r * kTile + c; };
+      walk_tile(src_r_inner, h, w,
+                [&](int64_t r, int64_t c) { tile[at(r, c)] = convert_value<Dst>(in[r * src_rows + c * src_cols]); });
+      walk_tile(dst_r_inner, h, w, [&](int64_t r, int64_t c) { out[r * dst_rows + c * dst_cols] = tile[at(r, c)]; });
+    }
+  }
+}
+
 template <class Src, class Dst>
 void copy_typed(const Layout& layout, const void* src_data, void* dst_data) {
   const Src* src = static_cast<const Src*>(src_data);
   Dst* dst = static_cast<Dst*>(dst_data);
-  auto rank = static_cast<int64_t>(layout.sizes.size());
+  const auto rank = static_cast<int64_t>(layout.sizes.size());
   if (rank == 0) {
     *dst = convert_value<Dst>(*src);
     return;
   }
-  int64_t inner = rank - 1;
-  int64_t rows = 1;
-  for (int64_t d = 0; d < inner; ++d) rows *= layout.sizes[d];
-  std::vector<int64_t> counter(static_cast<size_t>(inner), 0);
-  int64_t src_offset = 0, dst_offset = 0;
-  for (int64_t row = 0; row < rows; ++row) {
-    copy_row(src + src_offset, layout.src_strides[inner], dst + dst_offset, layout.dst_strides[inner],
-             layout.sizes[inner]);
-    // Odometer over the outer dims.
-    for (int64_t d = inner - 1; d >= 0; --d) {
-      src_offset += layout.src_strides[d];
-      dst_offset += layout.dst_strides[d];
-      if (++counter[d] < layout.sizes[d]) break;
-      src_offset -= layout.src_strides[d] * layout.sizes[d];
-      dst_offset -= layout.dst_strides[d] * layout.sizes[d];
-      counter[d] = 0;
-    }
+  const int64_t inner = rank - 1;
+  const int64_t tiled = transposed_dim(layout);
+  if (tiled < 0) {
+    auto outer = [&](const std::vector<int64_t>& values) { return std::span(values).first(inner); };
+    for_each_index(outer(layout.sizes), outer(layout.src_strides), outer(layout.dst_strides),
+                   [&](int64_t src_offset, int64_t dst_offset) {
+                     copy_row(src + src_offset, layout.src_strides[inner], dst + dst_offset,
+                              layout.dst_strides[inner], layout.sizes[inner]);
+                   });
+    return;
   }
+  // Every dim but the tiled pair, then the pair in tiles.
+  std::vector<int64_t> sizes, src_strides, dst_strides;
+  for (int64_t d = 0; d < inner; ++d) {
+    if (d == tiled) continue;
+    sizes.push_back(layout.sizes[d]);
+    src_strides.push_back(layout.src_strides[d]);
+    dst_strides.push_back(layout.dst_strides[d]);
+  }
+  for_each_index(sizes, src_strides, dst_strides, [&](int64_t src_offset, int64_t dst_offset) {
+    copy_tiled(src + src_offset, layout.src_strides[tiled], layout.src_strides[inner], dst + dst_offset,
+               layout.dst_strides[tiled], layout.dst_strides[inner], layout.sizes[tiled], layout.sizes[inner]);
+  });
 }
 
 bool same_elements(std::span<const int64_t> shape, const ConstStridedRef& src, const StridedRef& dst) {

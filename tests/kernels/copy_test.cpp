@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 namespace px::kernels {
@@ -27,6 +28,67 @@ TEST(CopyStrided, TransposedSourceToContiguous) {
   copy_strided(shape, {src.data(), DType::Float64, src_strides}, {dst.data(), DType::Float64, dst_strides});
   for (int64_t i = 0; i < 4; ++i) {
     for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(dst[i * 3 + j], src[j * 4 + i]);
+  }
+}
+
+// The expected result of copy_strided, element by element: dst[index] = src[index]
+// over every multi-index of `shape`, with offsets from each side's strides.
+template <class Src, class Dst>
+void expect_copied(std::span<const int64_t> shape, const Src* src, std::span<const int64_t> src_strides,
+                   const Dst* dst, std::span<const int64_t> dst_strides) {
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t count = 1;
+  for (int64_t size : shape) count *= size;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t src_offset = 0, dst_offset = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      src_offset += index[d] * src_strides[d];
+      dst_offset += index[d] * dst_strides[d];
+    }
+    ASSERT_EQ(static_cast<double>(dst[dst_offset]), static_cast<double>(static_cast<float>(src[src_offset])))
+        << "element " << i;
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+// Transposes big enough to be copied in tiles, with partial tiles at the edges.
+TEST(CopyStrided, TiledTransposesMatchTheElementWalk) {
+  std::vector<float> src = iota<float>(64 * 70 * 3);
+  {  // [70, 45] read from a [45, 70] matrix, into a contiguous [70, 45]
+    const int64_t shape[] = {70, 45}, src_strides[] = {1, 70}, dst_strides[] = {45, 1};
+    std::vector<float> dst(70 * 45, -1);
+    copy_strided(shape, {src.data(), DType::Float32, src_strides}, {dst.data(), DType::Float32, dst_strides});
+    expect_copied<float, float>(shape, src.data(), src_strides, dst.data(), dst_strides);
+  }
+  {  // a contiguous [40, 50] written into the transposed view of a [50, 40] buffer
+    const int64_t shape[] = {40, 50}, src_strides[] = {50, 1}, dst_strides[] = {1, 40};
+    std::vector<float> dst(40 * 50, -1);
+    copy_strided(shape, {src.data(), DType::Float32, src_strides}, {dst.data(), DType::Float32, dst_strides});
+    expect_copied<float, float>(shape, src.data(), src_strides, dst.data(), dst_strides);
+  }
+  {  // permute(2, 0, 1) of a contiguous [34, 35, 36]: the outer dim of the tile is not next to the inner one
+    std::vector<double> cube = iota<double>(34 * 35 * 36);
+    const int64_t shape[] = {36, 34, 35}, src_strides[] = {1, 35 * 36, 36}, dst_strides[] = {34 * 35, 35, 1};
+    std::vector<double> dst(cube.size(), -1);
+    copy_strided(shape, {cube.data(), DType::Float64, src_strides}, {dst.data(), DType::Float64, dst_strides});
+    expect_copied<double, double>(shape, cube.data(), src_strides, dst.data(), dst_strides);
+  }
+  {  // a batch of transposes with the source's rows reversed (negative stride), converted to bfloat16
+    const int64_t shape[] = {3, 64, 33}, src_strides[] = {64 * 70, -1, 64}, dst_strides[] = {64 * 33, 33, 1};
+    std::vector<BFloat16> dst(3 * 64 * 33, BFloat16(-1.0f));
+    const float* last_row = src.data() + 63;  // index 0 of dim 1 reads column 63
+    copy_strided(shape, {last_row, DType::Float32, src_strides}, {dst.data(), DType::BFloat16, dst_strides});
+    for (int64_t b = 0; b < 3; ++b) {
+      for (int64_t i = 0; i < 64; ++i) {
+        for (int64_t j = 0; j < 33; ++j) {
+          float expected = static_cast<float>(BFloat16(last_row[b * 64 * 70 - i + j * 64]));
+          ASSERT_EQ(static_cast<float>(dst[b * 64 * 33 + i * 33 + j]), expected) << b << "," << i << "," << j;
+        }
+      }
+    }
   }
 }
 
