@@ -1,17 +1,17 @@
 // Op throughput against the hardware's own ceilings, measured in one run:
 //   - matmul through the op (dispatcher + kernel) vs cblas_sgemm called directly, 1 BLAS thread;
 //   - memory-bound ops (add, gelu, softmax, layer_norm) on 16 MiB float32 tensors vs memcpy,
-//     add, gelu and contiguous() also on a transposed (strided) operand.
+//     add, gelu and contiguous() also on a transposed (strided) operand; mean and sum
+//     over rows and over the first dim (bytes moved: the input read).
 // Bytes moved = bytes read + bytes written, for the ops and for memcpy alike.
 // Run: build/bench/ops_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //        --benchmark_report_aggregates_only=true   (interleaving: see docs/benchmarks.md, run 3)
 
+#include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <cstring>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "parallax/core/tensor.h"
 #include "parallax/kernels/blas_threads.h"
@@ -30,9 +30,8 @@ px::Tensor filled(const px::Shape& shape, float value) {
 }
 
 void set_gemm_counters(benchmark::State& state, int64_t m, int64_t n, int64_t k) {
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k),
-                                                 benchmark::Counter::kIsIterationInvariantRate,
-                                                 benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
 void BM_matmul_op(benchmark::State& state) {
@@ -51,8 +50,8 @@ void BM_cblas_sgemm(benchmark::State& state) {
     // Allocate the output each time, as the op does, so the comparison is like for like.
     px::Tensor c = px::Tensor::empty({m, n}, px::DType::Float32);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), 1.0f, a.data<float>(), static_cast<int>(k), b.data<float>(),
-                static_cast<int>(n), 0.0f, c.data<float>(), static_cast<int>(n));
+                static_cast<int>(k), 1.0f, a.data<float>(), static_cast<int>(k), b.data<float>(), static_cast<int>(n),
+                0.0f, c.data<float>(), static_cast<int>(n));
     benchmark::DoNotOptimize(c.data<float>());
   }
   set_gemm_counters(state, m, n, k);
@@ -119,6 +118,24 @@ void BM_contiguous_transposed(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
 }
 BENCHMARK(BM_contiguous_transposed)->UseRealTime();
+
+// Reductions over 16 MiB: rows of 256 (a LayerNorm backward's mean over the
+// model dim) and the first dim away (a bias gradient's sum over tokens).
+void BM_mean_rows_of_256(benchmark::State& state) {
+  px::Tensor x = filled({kFloats16MiB / 256, 256}, 0.5f);
+  px::Attrs attrs{{"dims", std::vector<int64_t>{1}}, {"keepdim", true}};
+  for (auto _ : state) benchmark::DoNotOptimize(px::call1("mean", {x}, attrs));
+  state.SetBytesProcessed(state.iterations() * kBytes16MiB);
+}
+BENCHMARK(BM_mean_rows_of_256)->UseRealTime();
+
+void BM_sum_first_dim(benchmark::State& state) {
+  px::Tensor x = filled({kFloats16MiB / 256, 256}, 0.5f);
+  px::Attrs attrs{{"dims", std::vector<int64_t>{0}}, {"keepdim", false}};
+  for (auto _ : state) benchmark::DoNotOptimize(px::call1("sum", {x}, attrs));
+  state.SetBytesProcessed(state.iterations() * kBytes16MiB);
+}
+BENCHMARK(BM_sum_first_dim)->UseRealTime();
 
 void BM_softmax(benchmark::State& state) {
   px::Tensor x = filled({kFloats16MiB / 1024, 1024}, 0.1f);

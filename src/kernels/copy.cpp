@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <span>
 #include <limits>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -188,8 +188,8 @@ void copy_typed(const Layout& layout, const void* src_data, void* dst_data) {
     auto outer = [&](const std::vector<int64_t>& values) { return std::span(values).first(inner); };
     for_each_index(outer(layout.sizes), outer(layout.src_strides), outer(layout.dst_strides),
                    [&](int64_t src_offset, int64_t dst_offset) {
-                     copy_row(src + src_offset, layout.src_strides[inner], dst + dst_offset,
-                              layout.dst_strides[inner], layout.sizes[inner]);
+                     copy_row(src + src_offset, layout.src_strides[inner], dst + dst_offset, layout.dst_strides[inner],
+                              layout.sizes[inner]);
                    });
     return;
   }

@@ -15,6 +15,7 @@
 #include <span>
 #include <type_traits>
 
+#include "kernels/row_clones.h"
 #include "parallax/core/dtype.h"
 #include "parallax/core/error.h"
 #include "parallax/core/shape.h"
@@ -101,17 +102,10 @@ inline bool is_nan(C value) {
 
 // --- row loops: `n` elements, output stride 1 ---
 
-// The contiguous row loops are also compiled for AVX-512 and AVX2 machines and
-// picked once at load time (GCC function multiversioning, an ifunc), so a
-// portable baseline build still runs 8-16 lanes wide where the CPU can: the
-// float32 approximations get 4-8x faster. Every clone rounds alike (the kernel
-// files turn multiply-add contraction off and ask for fused multiply-adds
-// explicitly), so results are the same bits on every machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PX_ROW_CLONES [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
-#else
-#define PX_ROW_CLONES
-#endif
+// The contiguous row loops are PX_ROW_CLONES (kernels/row_clones.h): the
+// float32 approximations get 4-8x faster on AVX2/AVX-512 machines. Every clone
+// rounds alike (the kernel files turn multiply-add contraction off and ask for
+// fused multiply-adds explicitly), so results are the same bits on every machine.
 
 template <class Out, class X, class Fn>
 PX_ROW_CLONES void row1_contiguous(Out* __restrict out, const X* __restrict x, int64_t n, const Fn& fn) {

@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/row_clones.h"
+
 namespace px::kernels {
 
 namespace {
@@ -134,7 +136,7 @@ void accumulate_row(typename Op::Acc* __restrict acc, const T* __restrict data, 
 // A contiguous run reduced as the columns of a [count / kLanes, kLanes] matrix:
 // independent lanes that the compiler vectorizes without reassociating one chain.
 template <class Op, class T>
-typename Op::Acc reduce_contiguous(const T* data, int64_t count) {
+PX_ROW_CLONES typename Op::Acc reduce_contiguous(const T* data, int64_t count) {
   constexpr int64_t kLanes = 64;
   if (count < kLanes) {
     // What the lanes below compute for a short row (no full pass: a sequential loop), without
@@ -183,8 +185,8 @@ void reduce_rows(const T* in, const ReducePlan& plan, T* out, double scale) {
 
 // Four rows per pass over the accumulators: a quarter of their loads and stores.
 template <class Op, class T>
-void accumulate_rows(typename Op::Acc* __restrict acc, const T* data, int64_t rows, int64_t row_stride, int64_t width,
-                     int64_t stride) {
+PX_ROW_CLONES void accumulate_rows(typename Op::Acc* __restrict acc, const T* data, int64_t rows, int64_t row_stride,
+                                   int64_t width, int64_t stride) {
   int64_t r = 0;
   for (; stride == 1 && r + 4 <= rows; r += 4) {
     const T* __restrict p0 = data + r * row_stride;

@@ -34,8 +34,8 @@ TEST(CopyStrided, TransposedSourceToContiguous) {
 // The expected result of copy_strided, element by element: dst[index] = src[index]
 // over every multi-index of `shape`, with offsets from each side's strides.
 template <class Src, class Dst>
-void expect_copied(std::span<const int64_t> shape, const Src* src, std::span<const int64_t> src_strides,
-                   const Dst* dst, std::span<const int64_t> dst_strides) {
+void expect_copied(std::span<const int64_t> shape, const Src* src, std::span<const int64_t> src_strides, const Dst* dst,
+                   std::span<const int64_t> dst_strides) {
   std::vector<int64_t> index(shape.size(), 0);
   int64_t count = 1;
   for (int64_t size : shape) count *= size;
