@@ -146,6 +146,69 @@ TEST(CompareAndWhereKernels, ContiguousAndBroadcast) {
   EXPECT_EQ(selected, (std::vector<float>{1, -1, -1, -1}));
 }
 
+// Operands that walk across memory (transposed views at least 32 wide) are
+// copied into the output's order before the loop runs: the results must equal
+// an element-by-element walk, for every kernel family and for bool operands.
+TEST(TransposedOperands, MatchAWalkOverCoordinates) {
+  const Shape shape{3, 40, 70};
+  const int64_t count = 3 * 40 * 70;
+  // Stored as [3, 70, 40] (transposed last two dims) and as [70, 40, 3] (fully reversed order).
+  const Strides transposed{70 * 40, 1, 40};
+  const Strides reversed{1, 3, 120};
+  auto at = [](const Strides& s, int64_t i, int64_t j, int64_t k) { return i * s[0] + j * s[1] + k * s[2]; };
+  std::vector<float> a(count), b(count);
+  std::vector<bool> mask_values(count);
+  bool cond[3 * 40 * 70], flags[3 * 40 * 70];
+  for (int64_t n = 0; n < count; ++n) {
+    auto u = static_cast<size_t>(n);
+    a[u] = static_cast<float>(n % 97) * 0.125f - 6.0f;
+    b[u] = static_cast<float>(n % 89) * 0.25f - 11.0f;
+    cond[u] = n % 3 == 0;
+    flags[u] = n % 5 < 2;
+  }
+  for (const Strides& sa : {transposed, reversed}) {
+    const Strides sb = sa == transposed ? reversed : transposed;
+    std::vector<float> sum(count), gelu(count), grad(count), selected(count);
+    bool less[3 * 40 * 70], picked[3 * 40 * 70];
+    binary(BinaryOp::Sub, DType::Float32, sum.data(), shape, a.data(), sa, b.data(), sb);
+    unary(UnaryOp::GeluErf, DType::Float32, gelu.data(), shape, a.data(), sa);
+    gelu_backward(GeluApprox::Tanh, DType::Float32, grad.data(), shape, b.data(), Strides{0, 1, 0}, a.data(), sa);
+    compare(CompareOp::Lt, DType::Float32, less, shape, a.data(), sa, b.data(), sb);
+    where(DType::Float32, selected.data(), shape, cond, sb, a.data(), sa, b.data(), Strides{0, 0, 1});
+    where(DType::Bool, picked, shape, cond, sa, flags, sb, cond, Strides{70 * 40, 70, 1});
+    // The same kernels on contiguous copies give the reference gelu values bit for bit.
+    std::vector<float> a_in_order(count), gelu_in_order(count), grad_in_order(count), b_row(count);
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 40; ++j) {
+        for (int64_t k = 0; k < 70; ++k) {
+          auto o = static_cast<size_t>((i * 40 + j) * 70 + k);
+          a_in_order[o] = a[static_cast<size_t>(at(sa, i, j, k))];
+          b_row[o] = b[static_cast<size_t>(j)];
+        }
+      }
+    }
+    unary(UnaryOp::GeluErf, DType::Float32, gelu_in_order.data(), shape, a_in_order.data(), Strides{2800, 70, 1});
+    gelu_backward(GeluApprox::Tanh, DType::Float32, grad_in_order.data(), shape, b_row.data(), Strides{2800, 70, 1},
+                  a_in_order.data(), Strides{2800, 70, 1});
+    EXPECT_EQ(gelu, gelu_in_order);
+    EXPECT_EQ(grad, grad_in_order);
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 40; ++j) {
+        for (int64_t k = 0; k < 70; ++k) {
+          auto o = static_cast<size_t>((i * 40 + j) * 70 + k);
+          float x = a[static_cast<size_t>(at(sa, i, j, k))];
+          float y = b[static_cast<size_t>(at(sb, i, j, k))];
+          bool c = cond[at(sb, i, j, k)];
+          ASSERT_EQ(sum[o], x - y) << i << "," << j << "," << k;
+          ASSERT_EQ(less[o], x < y) << i << "," << j << "," << k;
+          ASSERT_EQ(selected[o], c ? x : b[static_cast<size_t>(k)]) << i << "," << j << "," << k;
+          ASSERT_EQ(picked[o], cond[at(sa, i, j, k)] ? flags[at(sb, i, j, k)] : cond[o]) << i << "," << j << "," << k;
+        }
+      }
+    }
+  }
+}
+
 // Relative error of float32 kernel `op` against `reference` over `count` points in [low, high],
 // ignoring points where |reference| < floor (absolute error is checked there instead).
 struct Accuracy {

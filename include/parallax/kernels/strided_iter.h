@@ -48,6 +48,9 @@ class StridedIter {
   int64_t row_size() const { return sizes_.back(); }
   const Offsets& row_strides() const { return steps_.back(); }
   int64_t num_rows() const { return numel_ == 0 ? 0 : numel_ / row_size(); }
+  // Per simplified dim: its extent, and each operand's stride along it.
+  const std::vector<int64_t>& dim_sizes() const { return sizes_; }
+  const std::vector<Offsets>& dim_steps() const { return steps_; }
 
   // Calls fn(start) for every row in row-major order; start[k] is operand k's
   // element offset of the row's first element.
