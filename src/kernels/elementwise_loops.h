@@ -216,12 +216,12 @@ std::unique_ptr<T[]> contiguous_copy(std::span<const int64_t> shape, const T* x,
   Strides unit = contiguous_strides(shape);
   // Any dtype of T's width copies T's bits unchanged (where() moves values as
   // unsigned words of their width).
-  constexpr DType as = sizeof(T) == 1   ? DType::Bool
-                       : sizeof(T) == 2 ? DType::BFloat16
-                       : sizeof(T) == 4 ? DType::Float32
-                                        : DType::Int64;
+  constexpr DType same_width = sizeof(T) == 1   ? DType::Bool
+                               : sizeof(T) == 2 ? DType::BFloat16
+                               : sizeof(T) == 4 ? DType::Float32
+                                                : DType::Int64;
   static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
-  copy_strided(shape, {x, as, strides}, {out.get(), as, unit});
+  copy_strided(shape, {x, same_width, strides}, {out.get(), same_width, unit});
   return out;
 }
 
