@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "mesh_arguments.h"
+#include "precision_arguments.h"
 #include "parallax/autodiff/training_step.h"
 #include "parallax/core/error.h"
 #include "parallax/nn/zoo.h"
@@ -44,6 +45,7 @@ struct PlanArguments {
   std::vector<std::string> explain;
   size_t parameters = 40;
   bool progress = false;
+  PrecisionArguments precision;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -67,6 +69,7 @@ int run_plan(const PlanArguments& args) {
     plan::PlanOptions options;
     options.device = plan::device_profile(args.device);
     options.cluster_layers = !args.no_cluster;
+    options.precision = precision_policy(args.precision);
     plan::PlanConstraints constraints;
     if (!args.no_memory_limit) {
       constraints.memory_budget_bytes =
@@ -81,10 +84,12 @@ int run_plan(const PlanArguments& args) {
     std::cout << "model   " << model.describe() << "\n"
               << "mesh    " << mesh.str() << " of " << options.device.name << ", batch " << batch;
     if (model.kind != nn::ModelSpec::Kind::Mlp) std::cout << " x seq " << seq;
-    std::cout << std::endl;
+    std::cout << "\n";
+    if (!options.precision.empty()) std::cout << "dtypes  " << options.precision.str() << "\n";
+    std::cout << std::flush;
 
     const Clock::time_point capture_start = Clock::now();
-    const JointProgram program = training_step_joint(model, batch, seq);
+    const JointProgram program = training_step_joint(model, batch, seq, options.precision);
     const double capture_s = seconds_since(capture_start);
     const plan::PlanProblem problem = plan::build_problem(program, mesh, options);
     if (!args.export_problem.empty()) plan::write_problem(problem.problem, args.export_problem);
@@ -186,6 +191,7 @@ Command add_plan_command(CLI::App& app) {
   sub->add_option("--explain", args->explain, "Explain a node's strategy against its alternatives (repeatable)");
   sub->add_option("--parameters", args->parameters, "Rows of the parameter table (0: all)")->capture_default_str();
   sub->add_flag("--progress", args->progress, "Show the solver's best plan as it improves");
+  add_precision_options(*sub, args->precision);
   return {sub, [args] { return run_plan(*args); }};
 }
 

@@ -43,9 +43,10 @@ plan::PlanOptions AutoParallelOptions::default_plan_options() {
   return options;
 }
 
-CaptureOptions AutoParallel::capture_options() {
+CaptureOptions AutoParallel::capture_options(const MixedPrecisionPolicy& precision) {
   CaptureOptions options;
   options.name = "model";
+  options.precision = precision;
   return options;
 }
 

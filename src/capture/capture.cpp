@@ -4,6 +4,8 @@
 #include <set>
 
 #include "parallax/ir/interpreter.h"
+#include "parallax/ir/provenance.h"
+#include "parallax/ops/shape.h"
 #include "parallax/ir/tracer.h"
 #include "parallax/ops/dispatch.h"
 
@@ -115,6 +117,7 @@ struct TraceState {
   CapturedGraph& entry;
   std::map<ir::ValueId, InputSource> value_sources;  // graph input value -> where its tensor comes from
   std::vector<TrackedSubclass> tracked;
+  std::set<ir::ValueId> precision_casts;  // outputs of the casts the mixed-precision policy added
 };
 
 // A graph input for `tensor` (plain), or, for a subclass tensor, graph inputs for its present
@@ -294,6 +297,68 @@ OutputLeaf sort_output(TraceState& trace, const Tree& leaf, const KeyPath& path,
   return rebuilt;
 }
 
+// A floating parameter's (or input's, as FSDP2 casts the root's inputs) compute copy under the
+// policy: a cast recorded at the parameter's module path ("model.layers.3.attention.wq" for
+// "model.layers.3.attention.wq.weight"; the root for an input).
+Tensor cast_for_compute(TraceState& trace, const Tensor& traced, const std::string& fqn,
+                        const MixedPrecisionPolicy& precision) {
+  if (!precision.param_dtype || traced.is_subclass() || !is_floating(traced.dtype()) ||
+      traced.dtype() == *precision.param_dtype) {
+    return traced;
+  }
+  const size_t dot = fqn.rfind('.');
+  ir::ProvenanceScope where(ir::Provenance{dot == std::string::npos ? std::string() : fqn.substr(0, dot),
+                                           ir::Phase::Forward});
+  InterceptScope scope(trace.tracer);
+  Tensor compute = cast(traced, *precision.param_dtype);
+  trace.precision_casts.insert(trace.tracer.value_of(compute));
+  return compute;
+}
+
+// Moves each policy cast to just before its first reader. Recorded at the start, before the
+// forward, its backward (the cast back) would come last: every layer's gradient would wait in
+// the compute dtype until the whole backward is done. Next to its reader, the cast back follows
+// the layer's own backward, where the gradient can be reduced, as FSDP2 does.
+void sink_precision_casts(ir::Graph& graph, const std::set<ir::ValueId>& casts) {
+  if (casts.empty()) return;
+  std::vector<ir::Node>& nodes = graph.mutable_nodes();
+  std::map<ir::ValueId, size_t> deferred;  // cast output -> its node index
+  std::vector<bool> is_deferred(nodes.size(), false), placed(nodes.size(), false);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (nodes[n].outputs.size() != 1 || !casts.count(nodes[n].outputs[0])) continue;
+    deferred[nodes[n].outputs[0]] = n;
+    is_deferred[n] = true;
+  }
+  std::vector<ir::Node> order;
+  order.reserve(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (is_deferred[n]) continue;
+    for (ir::ValueId input : nodes[n].inputs) {
+      auto found = deferred.find(input);
+      if (found == deferred.end() || placed[found->second]) continue;
+      placed[found->second] = true;
+      order.push_back(nodes[found->second]);
+    }
+    order.push_back(nodes[n]);
+  }
+  for (const auto& [value, n] : deferred) {
+    if (!placed[n]) order.push_back(nodes[n]);  // read by nothing but the graph outputs
+  }
+  nodes = std::move(order);
+}
+
+// The floating tensor leaves of `result` cast to `dtype` (the tracer is intercepting).
+Tree cast_outputs(const Tree& result, DType dtype) {
+  FlatTree flat = flatten(result);
+  for (Tree& leaf : flat.leaves) {
+    if (leaf.kind() != Tree::Kind::Tensor) continue;
+    const Tensor& tensor = leaf.as_tensor();
+    if (tensor.is_subclass() || !is_floating(tensor.dtype()) || tensor.dtype() == dtype) continue;
+    leaf = Tree::tensor(cast(tensor, dtype));
+  }
+  return unflatten(flat.spec, std::move(flat.leaves));
+}
+
 std::shared_ptr<CapturedGraph> trace(const TreeFunction& fn, nn::Module* module, const Tree& inputs,
                                      const CaptureOptions& options) {
   auto entry = std::make_shared<CapturedGraph>();
@@ -310,7 +375,7 @@ std::shared_ptr<CapturedGraph> trace(const TreeFunction& fn, nn::Module* module,
     if (leaf.kind() == Tree::Kind::Tensor) snapshot.take(leaf.as_tensor());
   }
 
-  TraceState trace{ir::Tracer(options.name), *entry, {}, {}};
+  TraceState trace{ir::Tracer(options.name), *entry, {}, {}, {}};
   SlotSwap swap;
   for (const nn::ParameterGroup& group : groups) {
     if (!group.tensor.defined()) throw ValueError("capture: parameter " + group.fqns[0] + " is undefined");
@@ -318,6 +383,7 @@ std::shared_ptr<CapturedGraph> trace(const TreeFunction& fn, nn::Module* module,
     InputDescriptor owner = param ? InputDescriptor::param(group.fqns) : InputDescriptor::buffer(group.fqns);
     size_t before = entry->inputs.size();
     Tensor traced = desugar(trace, group.tensor, group.fqns[0], owner, InputSource{group.slots.front(), 0, {}}, true);
+    if (param) traced = cast_for_compute(trace, traced, group.fqns[0], options.precision);
     for (Tensor* slot : group.slots) swap.put(slot, traced);
     (param ? entry->num_params : entry->num_buffers) += entry->inputs.size() - before;
   }
@@ -335,18 +401,19 @@ std::shared_ptr<CapturedGraph> trace(const TreeFunction& fn, nn::Module* module,
     }
     Tensor traced = desugar(trace, tensor, input_value_name(paths[i], options.input_names),
                             InputDescriptor::user_input(paths[i], i), InputSource{nullptr, i, {}}, true);
-    traced_leaves[i] = Tree::tensor(traced);
     if (traced.is_subclass()) {
       leaf_of_twin[traced.impl().get()] = i;
     } else {
       leaf_of_input_value[trace.tracer.value_of(traced)] = i;
     }
+    traced_leaves[i] = Tree::tensor(cast_for_compute(trace, traced, "", options.precision));
   }
 
   Tree result;
   {
     InterceptScope scope(trace.tracer);
     result = fn(unflatten(flat.spec, std::move(traced_leaves)));
+    if (options.precision.output_dtype) result = cast_outputs(result, *options.precision.output_dtype);
   }
   swap.restore();
 
@@ -360,6 +427,7 @@ std::shared_ptr<CapturedGraph> trace(const TreeFunction& fn, nn::Module* module,
   record_mutations(trace, graph_outputs);
   trace.tracer.set_outputs(graph_outputs);
   entry->graph = trace.tracer.finish();
+  sink_precision_casts(entry->graph, trace.precision_casts);
   entry->out_spec = std::move(out.spec);
   drop_unused_user_inputs(*entry);
   return entry;
@@ -419,6 +487,7 @@ CapturedProgram::CapturedProgram(TreeFunction fn, nn::Module* module, CaptureOpt
     : fn_(std::move(fn)), module_(module), options_(std::move(options)) {
   if (!fn_) throw ValueError("capture: the function to capture is empty");
   if (options_.cache_size == 0) throw ValueError("capture: cache_size must be at least 1");
+  options_.precision.validate("capture");
 }
 
 const CapturedGraph& CapturedProgram::primary() const {

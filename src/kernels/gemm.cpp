@@ -78,6 +78,17 @@ void blas_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, cons
   cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
+#ifdef PARALLAX_HAVE_SBGEMM
+// OpenBLAS built with BUILD_BFLOAT16 (CMake finds cblas_sbgemm): bf16 operands read in place,
+// products accumulated into float32 C.
+void blas_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const BFloat16* a, int lda,
+               const BFloat16* b, int ldb, float beta, float* c, int ldc) {
+  static_assert(sizeof(BFloat16) == sizeof(bfloat16));
+  cblas_sbgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, reinterpret_cast<const bfloat16*>(a), lda,
+               reinterpret_cast<const bfloat16*>(b), ldb, beta, c, ldc);
+}
+#endif
+
 // C = beta * C for an empty contraction (k == 0), which BLAS may skip.
 template <class T>
 void scale_c(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
@@ -86,8 +97,11 @@ void scale_c(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
   }
 }
 
-template <class T>
-void gemm_native(const T* a, const MatrixLayout& la, const T* b, const MatrixLayout& lb, T* c, int64_t ldc, T beta) {
+// C (of Acc, the accumulation type) = A B + beta C through BLAS, operands read in place where
+// their strides allow it (transposes as flags) and packed otherwise.
+template <class T, class Acc = T>
+void gemm_native(const T* a, const MatrixLayout& la, const T* b, const MatrixLayout& lb, Acc* c, int64_t ldc,
+                 Acc beta) {
   PX_ASSERT(la.cols == lb.rows && "gemm: inner dims differ");
   int64_t m = la.rows, n = lb.cols, k = la.cols;
   if (m == 0 || n == 0) return;
@@ -178,11 +192,17 @@ void gemm(const double* a, const MatrixLayout& la, const double* b, const Matrix
 void gemm(const BFloat16* a, const MatrixLayout& la, const BFloat16* b, const MatrixLayout& lb, BFloat16* c,
           int64_t ldc, float beta) {
   int64_t m = la.rows, n = lb.cols;
-  std::vector<float> a32 = pack<BFloat16, float>(a, la);
-  std::vector<float> b32 = pack<BFloat16, float>(b, lb);
   std::vector<float> c32(static_cast<size_t>(m * n), 0.0f);
   if (beta != 0) c32 = pack<BFloat16, float>(c, MatrixLayout{m, n, ldc, 1});
+#ifdef PARALLAX_HAVE_SBGEMM
+  gemm_native<BFloat16, float>(a, la, b, lb, c32.data(), std::max<int64_t>(n, 1), beta);
+#else
+  // Without sbgemm (Debian's OpenBLAS 0.3.21 is built without it): widen to float32, sgemm.
+  // The products and sums are float32 either way; only the speed differs.
+  std::vector<float> a32 = pack<BFloat16, float>(a, la);
+  std::vector<float> b32 = pack<BFloat16, float>(b, lb);
   gemm_native(a32.data(), packed_layout(la), b32.data(), packed_layout(lb), c32.data(), std::max<int64_t>(n, 1), beta);
+#endif
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = BFloat16(c32[static_cast<size_t>(i * n + j)]);
   }

@@ -48,6 +48,7 @@ void check_program(const JointProgram& program, const dist::DeviceMesh& mesh, co
                      " link profiles for " + mesh.str());
   }
   options.device.validate();
+  options.precision.validate("build_problem");
   if (options.optimizer_states < 0) {
     throw ValueError("build_problem: optimizer_states must be >= 0, got " + std::to_string(options.optimizer_states));
   }
@@ -347,6 +348,7 @@ PlanProblem build_problem(const JointProgram& program, const dist::DeviceMesh& m
     edges.add(u, output, v, input, counted.second, static_cast<double>(counted.first));
   }
   edges.finish();
+  detail::place_gradient_reductions(plan, program, gradients.of_input);
 
   // Node costs, usages and names.
   for (size_t p = 0; p < plan.nodes.size(); ++p) {

@@ -118,4 +118,14 @@ class RedistributeCache {
   std::unordered_map<uint64_t, double> cache_;
 };
 
+// --- mixed precision (builder_precision.cpp) ---
+
+// Under plan.options.precision, forbids on the edge into each parameter gradient's cast back to
+// the parameter's dtype the transfers that would reduce the gradient in the other dtype
+// (PlanOptions::precision). `grad_output_of_input`: per graph input, its gradient's graph output
+// or -1. ValueError for a reduce dtype that is neither side of the cast; InfeasiblePlan when no
+// transfer is left.
+void place_gradient_reductions(PlanProblem& plan, const JointProgram& program,
+                               const std::vector<int64_t>& grad_output_of_input);
+
 }  // namespace px::plan::detail

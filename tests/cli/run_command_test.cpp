@@ -70,6 +70,24 @@ TEST(CliRun, ChecksATwoDimensionalBaselineAgainstOneDevice) {
   EXPECT_NE(run.out.find("check: the mesh run matches"), std::string::npos) << run.out;
 }
 
+TEST(CliRun, MixedPrecisionPolicyTrainsInBf16WithFloat32Masters) {
+  const testing::CliRun run = parallax(
+      "run --model llama-mini --mesh 2x2 --steps 4 --check --no-baselines --param-dtype bf16 --reduce-dtype f32 "
+      "--output-dtype f32");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const char* text : {"dtypes  param bf16, reduce f32, output f32", "f32[32,32]",
+                           "check: the mesh run matches the single-device run (float32 with bf16 compute, relative "
+                           "0.1)"}) {
+    EXPECT_NE(run.out.find(text), std::string::npos) << text << "\n" << run.out;
+  }
+  const testing::CliRun bad = parallax("run --model mlp --param-dtype i64");
+  EXPECT_EQ(bad.status, 1);  // a usage error
+  const testing::CliRun plan = parallax(
+      "plan --model gpt-mini --mesh 2 --param-dtype bf16 --reduce-dtype f64 --no-baselines");
+  EXPECT_EQ(plan.status, 2);
+  EXPECT_NE(plan.err.find("reduce_dtype f64 must be one of the two"), std::string::npos) << plan.err;
+}
+
 TEST(CliRun, ErrorsAndUsage) {
   const testing::CliRun plan = parallax("run --model mlp --mesh 2 --plan ZeRO-7");
   EXPECT_EQ(plan.status, 2);

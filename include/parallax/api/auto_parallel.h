@@ -36,7 +36,9 @@
 namespace px {
 
 struct AutoParallelOptions {
-  plan::PlanOptions plan = default_plan_options();  // device profile (this machine's CPU), clustering
+  // Device profile (this machine's CPU), clustering, and the mixed-precision policy, which the
+  // capture applies too (plan.precision).
+  plan::PlanOptions plan = default_plan_options();
   plan::SolveOptions solve;
   TrainOptions train;
   static plan::PlanOptions default_plan_options();
@@ -48,7 +50,8 @@ class AutoParallel {
   template <class Model, class InputFn>
   requires std::is_base_of_v<nn::Module, Model> && std::is_invocable_v<InputFn&> AutoParallel(
       Model& model, InputFn input_fn, dist::DeviceMesh mesh, AutoParallelOptions options = {})
-      : AutoParallel(&model, capture(model, input_fn(), capture_options()), std::move(mesh), std::move(options)) {}
+      : AutoParallel(&model, capture(model, input_fn(), capture_options(options.plan.precision)), std::move(mesh),
+                     options) {}
 
   // Each parameter's bytes per device within [low, high] x its full size (plan/constraints.h).
   void add_parameter_memory_constraint(double low, double high);
@@ -83,7 +86,7 @@ class AutoParallel {
 
  private:
   AutoParallel(nn::Module* module, CapturedProgram captured, dist::DeviceMesh mesh, AutoParallelOptions options);
-  static CaptureOptions capture_options();
+  static CaptureOptions capture_options(const MixedPrecisionPolicy& precision);
   // Graph input index of the user input leaf `leaf`; -1 when the capture dropped it (unused).
   int64_t user_input(size_t leaf) const;
 

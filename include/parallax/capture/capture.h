@@ -52,6 +52,7 @@
 
 #include "parallax/capture/descriptor.h"
 #include "parallax/capture/guards.h"
+#include "parallax/core/mixed_precision.h"
 #include "parallax/ir/graph.h"
 #include "parallax/nn/module.h"
 #include "parallax/pytree/convert.h"
@@ -65,6 +66,10 @@ struct CaptureOptions {
   std::vector<std::string> input_names;  // names of the top-level inputs, for messages and IR names
   OnGuardFailure on_guard_failure = OnGuardFailure::Raise;
   size_t cache_size = 8;  // programs kept under Recompile; a call needing one more raises GuardError
+  // Floating parameters and input tensors reach forward cast to precision.param_dtype (one cast
+  // node per parameter, stamped with the parameter's module path, so it clusters with its layer),
+  // and floating outputs leave cast to precision.output_dtype. The graph's inputs keep their dtypes.
+  MixedPrecisionPolicy precision;
 };
 
 // Where a graph input's tensor comes from at call time: a module slot or a flattened input

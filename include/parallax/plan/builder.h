@@ -82,6 +82,7 @@
 #include <vector>
 
 #include "parallax/autodiff/export.h"
+#include "parallax/core/mixed_precision.h"
 #include "parallax/core/placement.h"
 #include "parallax/dist/comm_cost.h"
 #include "parallax/dist/device_mesh.h"
@@ -100,6 +101,13 @@ struct PlanOptions {
   // shaped and sharded like it, of this dtype (nullopt: the parameter's).
   int64_t optimizer_states = 2;
   std::optional<DType> optimizer_state_dtype;
+  // The mixed-precision policy the program was captured under (capture.h applies its param and
+  // output dtypes). Its reduce dtype decides where each parameter's gradient is reduced: a
+  // gradient leaves the backward through the cast back to its parameter's (master) dtype, and
+  // the reduction (Partial -> Replicate or Shard) happens before that cast when reduce_dtype is
+  // the compute dtype, after it when it is the master's. Other pairs are forbidden on the edge
+  // into the cast, so the plan reduces where the policy says, and prices it in that dtype.
+  MixedPrecisionPolicy precision;
   // Per-device memory budget in bytes: the problem's usage_limit (nullopt: none).
   std::optional<double> memory_limit_bytes;
   // The problem's name; empty: "<graph name> on <mesh>".

@@ -27,11 +27,24 @@ std::vector<Tensor> vjp_cast(const VjpContext& ctx) {
   return {cast(grad, from)};
 }
 
-// Rounding between floating dtypes is monotone, so maxima and minima survive it; a sum of
-// rounded parts is not the rounded sum.
+// Every value of `from` is exactly a value of `to` (bf16 -> f32 -> f64).
+bool widens(DType from, DType to) {
+  auto rank = [](DType dtype) { return dtype == DType::BFloat16 ? 0 : dtype == DType::Float32 ? 1 : 2; };
+  return rank(to) > rank(from);
+}
+
+// Rounding between floating dtypes is monotone, so maxima and minima survive it. A sum of
+// rounded parts is not the rounded sum, but a widening cast rounds nothing: the sum of widened
+// parts is the sum, rounded only by the reduction itself, now in the wider dtype. That is what a
+// mixed-precision policy's reduce dtype asks for (bf16 gradients summed across ranks in f32).
 std::vector<ShardingStrategy> cast_partials(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  if (!is_floating(in[0].dtype) || !is_floating(attrs.get_dtype("dtype"))) return {};
-  return monotone_partials(true);
+  const DType to = attrs.get_dtype("dtype");
+  if (!is_floating(in[0].dtype) || !is_floating(to)) return {};
+  std::vector<ShardingStrategy> partials = monotone_partials(true);
+  if (widens(in[0].dtype, to)) {
+    add_all_unique(partials, unary_partials({{ReduceOp::Sum, ReduceOp::Sum}, {ReduceOp::Avg, ReduceOp::Avg}}));
+  }
+  return partials;
 }
 
 }  // namespace
