@@ -81,7 +81,9 @@ Tensor causal_keep_mask(int64_t tq, int64_t tk, int64_t first_query = 0) {
 // softmax(q kᵀ * scale), with masked scores at -inf.
 Tensor attention_probs(const Tensor& q, const Tensor& k, const Attrs& attrs, int64_t first_query = 0) {
   Tensor scores = matmul(q, transpose_last(k)) * effective_scale(q, attrs);
-  if (attrs.get_bool("causal")) {
+  // On meta tensors (planning) the mask changes no shape; building it would fill a real
+  // [tq, tk] bool tensor from the concrete aranges (64M elements at 8192 tokens).
+  if (attrs.get_bool("causal") && !scores.is_meta()) {
     Tensor hidden = full({}, -std::numeric_limits<double>::infinity(), scores.dtype());
     scores = where(causal_keep_mask(q.size(-2), k.size(-2), first_query), scores, hidden);
   }
