@@ -46,6 +46,7 @@ struct PlanArguments {
   size_t parameters = 40;
   bool progress = false;
   PrecisionArguments precision;
+  std::string checkpointing = "auto";
 };
 
 using Clock = std::chrono::steady_clock;
@@ -70,6 +71,7 @@ int run_plan(const PlanArguments& args) {
     options.device = plan::device_profile(args.device);
     options.cluster_layers = !args.no_cluster;
     options.precision = precision_policy(args.precision);
+    options.checkpointing = plan::parse_checkpointing(args.checkpointing);
     plan::PlanConstraints constraints;
     if (!args.no_memory_limit) {
       constraints.memory_budget_bytes =
@@ -192,6 +194,7 @@ Command add_plan_command(CLI::App& app) {
   sub->add_option("--parameters", args->parameters, "Rows of the parameter table (0: all)")->capture_default_str();
   sub->add_flag("--progress", args->progress, "Show the solver's best plan as it improves");
   add_precision_options(*sub, args->precision);
+  add_checkpointing_option(*sub, args->checkpointing);
   return {sub, [args] { return run_plan(*args); }};
 }
 

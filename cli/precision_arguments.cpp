@@ -28,6 +28,14 @@ void add_precision_options(CLI::App& sub, PrecisionArguments& args) {
       ->check(CLI::IsMember(kFloatingNames));
 }
 
+void add_checkpointing_option(CLI::App& sub, std::string& policy) {
+  sub.add_option("--ac", policy,
+                 "Activation checkpointing: none, selective (recompute all but matmuls and attention), full "
+                 "(recompute all but each layer's outputs) or auto (the solver decides, under the memory budget)")
+      ->check(CLI::IsMember({"none", "selective", "full", "auto"}))
+      ->capture_default_str();
+}
+
 MixedPrecisionPolicy precision_policy(const PrecisionArguments& args) {
   MixedPrecisionPolicy policy{parse_optional(args.param_dtype), parse_optional(args.reduce_dtype),
                               parse_optional(args.output_dtype)};

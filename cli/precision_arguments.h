@@ -1,6 +1,7 @@
 #pragma once
-// Mixed-precision options shared by `plan` and `run`: --param-dtype, --reduce-dtype and
-// --output-dtype (f32, f64, bf16; empty: no cast), as PyTorch FSDP2's MixedPrecisionPolicy.
+// Options of how a step is trained, shared by `plan` and `run`: mixed precision (--param-dtype,
+// --reduce-dtype and --output-dtype: f32, f64, bf16; empty: no cast, as PyTorch FSDP2's
+// MixedPrecisionPolicy) and activation checkpointing (--ac).
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -16,6 +17,8 @@ struct PrecisionArguments {
 };
 
 void add_precision_options(CLI::App& sub, PrecisionArguments& args);
+// --ac none|selective|full|auto (activation checkpointing; plan/builder.h).
+void add_checkpointing_option(CLI::App& sub, std::string& policy);
 MixedPrecisionPolicy precision_policy(const PrecisionArguments& args);
 
 }  // namespace px::cli

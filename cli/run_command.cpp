@@ -59,6 +59,7 @@ struct RunArguments {
   size_t parameters = 12;
   bool op_profile = false;
   PrecisionArguments precision;
+  std::string checkpointing = "auto";
 };
 
 using Clock = std::chrono::steady_clock;
@@ -89,6 +90,7 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
           AutoParallelOptions options;
           options.plan.device = plan::device_profile(args.device);
           options.plan.precision = precision_policy(args.precision);
+          options.plan.checkpointing = plan::parse_checkpointing(args.checkpointing);
           options.train.seed = args.seed;
           options.train.time_nodes = args.op_profile;
           options.train.optimizer =
@@ -360,6 +362,7 @@ Command add_run_command(CLI::App& app) {
                 "Time every node of rank 0's graph and print measured against predicted time by op");
   sub->add_option("--parameters", args->parameters, "Rows of the parameter table (0: all)")->capture_default_str();
   add_precision_options(*sub, args->precision);
+  add_checkpointing_option(*sub, args->checkpointing);
   return {sub, [args] { return run_run(*args); }};
 }
 

@@ -1,5 +1,6 @@
 #include "parallax/lower/lower.h"
 
+#include <functional>
 #include <map>
 #include <sstream>
 #include <utility>
@@ -50,6 +51,39 @@ void check_plan(const JointProgram& program, const plan::DecodedPlan& plan, cons
                        std::to_string(mesh.ndim()) + " dims");
     }
   }
+}
+
+void check_strategy(const ir::Node& node, const NdStrategy& strategy) {
+  if (strategy.inputs.size() != node.inputs.size() || strategy.outputs.size() != node.outputs.size()) {
+    throw ValueError("its strategy " + nd_strategy_str(strategy) + " does not match its " +
+                     std::to_string(node.inputs.size()) + " inputs and " + std::to_string(node.outputs.size()) +
+                     " outputs");
+  }
+}
+
+// Per graph node: recomputed in the backward (the plan's choice, and views of recomputed values,
+// which would otherwise keep their base alive). Empty when the plan recomputes nothing.
+std::vector<bool> recomputed_nodes(const ir::Graph& graph, const plan::DecodedPlan& plan) {
+  if (plan.recompute.empty()) return {};
+  if (plan.recompute.size() != graph.nodes().size()) {
+    throw ValueError("lower: the plan has " + std::to_string(plan.recompute.size()) + " recompute flags for " +
+                     std::to_string(graph.nodes().size()) + " nodes of graph '" + graph.name() + "'");
+  }
+  std::vector<bool> recompute = plan.recompute;
+  std::map<ir::ValueId, size_t> producer;
+  for (size_t n = 0; n < graph.nodes().size(); ++n) {
+    const ir::Node& node = graph.nodes()[n];
+    if (node.provenance.phase != ir::Phase::Forward) {
+      if (recompute[n]) throw ValueError("lower: node " + std::to_string(n) + " of the backward cannot recompute");
+      continue;
+    }
+    if (node.op->traits.view && !node.inputs.empty()) {
+      auto base = producer.find(node.inputs[0]);
+      if (base != producer.end() && recompute[base->second]) recompute[n] = true;
+    }
+    for (ir::ValueId output : node.outputs) producer[output] = n;
+  }
+  return recompute;
 }
 
 std::string node_label(const ir::Node& node, size_t index) {
@@ -112,45 +146,93 @@ RankProgram lower_rank(const JointProgram& program, const plan::DecodedPlan& pla
   {
     InterceptScope scope(tracer);
     // (value, placements) -> its local shard so placed: one redistribution per value and target.
-    std::map<std::pair<ir::ValueId, std::string>, Tensor> moved;
-    auto placed_as = [&](ir::ValueId id, const std::vector<Placement>& target) -> Tensor {
-      const Placed& value = values.at(id);
+    using MoveCache = std::map<std::pair<ir::ValueId, std::string>, Tensor>;
+    MoveCache moved;
+    auto place = [&](const Placed& value, ir::ValueId id, const std::vector<Placement>& target,
+                     MoveCache& cache) -> Tensor {
       if (value.spec.placements == target) return value.local;
       const auto key = std::make_pair(id, placements_str(target));
-      if (auto found = moved.find(key); found != moved.end()) return found->second;
+      if (auto found = cache.find(key); found != cache.end()) return found->second;
       const RedistributePlan steps = plan_redistribute(value.spec, target, topology);
       Tensor local = detail::run_redistribute(value.local, value.mask, steps, rank);
-      moved.emplace(key, local);
+      cache.emplace(key, local);
       return local;
     };
-
-    for (size_t n = 0; n < graph.nodes().size(); ++n) {
+    auto placed_as = [&](ir::ValueId id, const std::vector<Placement>& target) -> Tensor {
+      return place(values.at(id), id, target, moved);
+    };
+    // Runs node n on its local inputs and records its outputs in `into`.
+    auto run_node = [&](size_t n, const std::vector<Tensor>& locals, std::map<ir::ValueId, Placed>& into) {
       const ir::Node& node = graph.nodes()[n];
       const NdStrategy& strategy = plan.nodes[n];
       try {
-        if (strategy.inputs.size() != node.inputs.size() || strategy.outputs.size() != node.outputs.size()) {
-          throw ValueError("its strategy " + nd_strategy_str(strategy) + " does not match its " +
-                           std::to_string(node.inputs.size()) + " inputs and " + std::to_string(node.outputs.size()) +
-                           " outputs");
-        }
+        check_strategy(node, strategy);
         ir::ProvenanceScope provenance(node.provenance);
         std::vector<TensorMeta> global_inputs;
-        std::vector<Tensor> locals;
-        for (size_t k = 0; k < node.inputs.size(); ++k) {
-          global_inputs.push_back(graph.meta(node.inputs[k]));
-          locals.push_back(placed_as(node.inputs[k], strategy.inputs[k]));
-        }
+        for (ir::ValueId input : node.inputs) global_inputs.push_back(graph.meta(input));
         const LocalCallPlan call =
             plan_local_call(*node.op, global_inputs, node.attrs, strategy, mesh, result.coordinate);
         LocalResult local = run_local(*node.op, locals, call);
         for (size_t o = 0; o < node.outputs.size(); ++o) {
-          values[node.outputs[o]] = Placed{local.outputs[o], o < local.masks.size() ? local.masks[o] : Tensor(),
-                                           DTensorSpec{mesh, strategy.outputs[o], call.global_outputs[o]}};
+          into[node.outputs[o]] = Placed{local.outputs[o], o < local.masks.size() ? local.masks[o] : Tensor(),
+                                         DTensorSpec{mesh, strategy.outputs[o], call.global_outputs[o]}};
         }
       } catch (const Error& error) {
         throw ValueError("lower: rank " + std::to_string(rank) + ", " + node_label(node, n) + " under " +
                          nd_strategy_str(strategy) + ": " + error.what());
       }
+    };
+
+    // Activation checkpointing: a backward node reads the outputs of a recomputing node (or of a
+    // view of one, which would keep its base alive) from a second run of it, traced just before
+    // that first backward reader, with its inputs redistributed again (a separate cache, so
+    // nothing the forward moved stays alive for it).
+    const std::vector<bool> recompute = recomputed_nodes(graph, plan);
+    std::map<ir::ValueId, size_t> producer;
+    for (size_t n = 0; n < graph.nodes().size(); ++n) {
+      for (ir::ValueId output : graph.nodes()[n].outputs) producer[output] = n;
+    }
+    std::map<ir::ValueId, Placed> again;
+    std::map<std::pair<ir::ValueId, std::string>, Tensor> moved_again;
+    std::function<const Placed&(ir::ValueId)> value_for_backward = [&](ir::ValueId id) -> const Placed& {
+      auto made = producer.find(id);
+      if (made == producer.end() || !recompute[made->second]) return values.at(id);
+      if (auto found = again.find(id); found != again.end()) return found->second;
+      const size_t n = made->second;
+      const ir::Node& node = graph.nodes()[n];
+      std::vector<Tensor> locals;
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        const Placed& input = value_for_backward(node.inputs[k]);
+        locals.push_back(place(input, node.inputs[k], plan.nodes[n].inputs[k], moved_again));
+      }
+      run_node(n, locals, again);
+      return again.at(id);
+    };
+
+    for (size_t n = 0; n < graph.nodes().size(); ++n) {
+      const ir::Node& node = graph.nodes()[n];
+      const NdStrategy& strategy = plan.nodes[n];
+      if (!recompute.empty() && node.provenance.phase != ir::Phase::Forward) {
+        std::vector<Tensor> locals;
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+          const Placed& input = value_for_backward(node.inputs[k]);
+          locals.push_back(&input == &values.at(node.inputs[k]) ? placed_as(node.inputs[k], strategy.inputs[k])
+                                                                  : place(input, node.inputs[k], strategy.inputs[k],
+                                                                          moved_again));
+        }
+        run_node(n, locals, values);
+        continue;
+      }
+      std::vector<Tensor> locals;
+      for (size_t k = 0; k < node.inputs.size() && k < strategy.inputs.size(); ++k) {
+        try {
+          locals.push_back(placed_as(node.inputs[k], strategy.inputs[k]));
+        } catch (const Error& error) {
+          throw ValueError("lower: rank " + std::to_string(rank) + ", " + node_label(node, n) + " under " +
+                           nd_strategy_str(strategy) + ": " + error.what());
+        }
+      }
+      run_node(n, locals, values);
     }
 
     std::vector<Tensor> outputs;

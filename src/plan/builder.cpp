@@ -127,7 +127,12 @@ class EdgeBuilder {
         priced[r * cols.size() + c] = count * cache_.seconds(meta, meta_id, rows[r], cols[c]);
       }
     }
-    auto cost = [&](size_t su, size_t sv) { return priced[row_of[su] * cols.size() + col_of[sv]]; };
+    // A consumer that recomputes in the backward reads its inputs twice.
+    const std::vector<bool>& recompute = plan_.nodes[static_cast<size_t>(v)].recompute;
+    auto cost = [&](size_t su, size_t sv) {
+      const double twice = input >= 0 && !recompute.empty() && recompute[sv] ? 2.0 : 1.0;
+      return twice * priced[row_of[su] * cols.size() + col_of[sv]];
+    };
     if (u == v) {
       std::vector<double>& extra = folded_[static_cast<size_t>(u)];
       for (size_t s = 0; s < from.size(); ++s) extra[s] += cost(s, s);
@@ -316,6 +321,7 @@ PlanProblem build_problem(const JointProgram& program, const dist::DeviceMesh& m
   fill_strategies(plan, program);
   plan.problem.nodes.resize(plan.nodes.size());
   fill_liveness(plan, program, clustering, gradients);
+  detail::add_recompute_strategies(plan, program, clustering);
 
   // Edges: every graph transfer priced between the problem nodes of its ends.
   std::unordered_map<ir::ValueId, ValueSource> producer;
@@ -371,10 +377,13 @@ PlanProblem build_problem(const JointProgram& program, const dist::DeviceMesh& m
     }
     if (node.members.size() > 1) out.name += " x" + std::to_string(node.members.size());
     for (size_t s = 0; s < node.strategies.size(); ++s) {
+      const bool recomputed = !node.recompute.empty() && node.recompute[s];
       out.costs.push_back(node.compute_seconds[s] + folded[p][s]);
-      out.usages.push_back(node.local_bytes[s] * factor * static_cast<double>(node.live_copies));
+      out.usages.push_back(node.local_bytes[s] * factor *
+                           static_cast<double>(recomputed ? node.recompute_copies : node.live_copies));
       const NdStrategy& strategy = node.strategies[s];
       out.strategy_names.push_back(node.kind == PlanNode::Kind::Input ? placements_str(strategy.outputs.front())
+                                   : recomputed                       ? nd_strategy_str(strategy) + " recompute"
                                                                       : nd_strategy_str(strategy));
     }
   }

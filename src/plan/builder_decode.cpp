@@ -43,10 +43,15 @@ DecodedPlan decode(const PlanProblem& plan, const Choice& choice) {
     decoded.inputs.push_back(chosen.strategies[static_cast<size_t>(choice[static_cast<size_t>(node)])].outputs.front());
   }
   decoded.nodes.reserve(plan.op_node.size());
+  bool any_recompute = false;
   for (int64_t node : plan.op_node) {
     const PlanNode& chosen = plan.nodes[static_cast<size_t>(node)];
-    decoded.nodes.push_back(chosen.strategies[static_cast<size_t>(choice[static_cast<size_t>(node)])]);
+    const auto s = static_cast<size_t>(choice[static_cast<size_t>(node)]);
+    decoded.nodes.push_back(chosen.strategies[s]);
+    decoded.recompute.push_back(!chosen.recompute.empty() && chosen.recompute[s]);
+    any_recompute = any_recompute || decoded.recompute.back();
   }
+  if (!any_recompute) decoded.recompute.clear();
   return decoded;
 }
 
@@ -104,6 +109,7 @@ PlanProblem restrict_strategies(const PlanProblem& plan, const std::vector<std::
     cut.strategies = pick(node.strategies, indices[p]);
     cut.compute_seconds = pick(node.compute_seconds, indices[p]);
     cut.local_bytes = pick(node.local_bytes, indices[p]);
+    cut.recompute = pick(node.recompute, indices[p]);
     result.nodes.push_back(std::move(cut));
     const ProblemNode& source = plan.problem.nodes[p];
     result.problem.nodes.push_back(ProblemNode{source.name, source.start, source.end, pick(source.costs, indices[p]),

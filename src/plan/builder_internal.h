@@ -22,6 +22,8 @@ struct Clustering {
   std::vector<int64_t> node_rep;   // per graph node: the graph node whose decision it shares (itself if none)
   std::vector<int64_t> input_rep;  // per graph input: likewise
   std::vector<LayerGroup> groups;  // sets of two or more identical layers
+  // Per graph node: an id of the layer it belongs to (one per list and index; -1: none).
+  std::vector<int64_t> node_layer;
 };
 
 // Identity mapping when `enabled` is false.
@@ -117,6 +119,12 @@ class RedistributeCache {
   const Interner& interner_;
   std::unordered_map<uint64_t, double> cache_;
 };
+
+// --- activation checkpointing (builder_checkpointing.cpp) ---
+
+// Per plan.options.checkpointing, gives each candidate node (builder.h) its recomputing
+// strategies and recompute_copies. Runs after fill_liveness, before the edges are priced.
+void add_recompute_strategies(PlanProblem& plan, const JointProgram& program, const Clustering& clustering);
 
 // --- mixed precision (builder_precision.cpp) ---
 

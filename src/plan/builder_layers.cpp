@@ -79,14 +79,18 @@ Clustering cluster_layers(const JointProgram& program, bool enabled) {
   for (size_t n = 0; n < result.node_rep.size(); ++n) result.node_rep[n] = static_cast<int64_t>(n);
   result.input_rep.resize(graph.inputs().size());
   for (size_t i = 0; i < result.input_rep.size(); ++i) result.input_rep[i] = static_cast<int64_t>(i);
+  result.node_layer.assign(graph.nodes().size(), -1);
   if (!enabled) return result;
 
   // list path -> layer index -> its nodes and parameters.
   std::map<std::string, std::map<int64_t, Layer>> lists;
+  std::map<std::pair<std::string, int64_t>, int64_t> layer_ids;
   for (size_t n = 0; n < graph.nodes().size(); ++n) {
     const ir::Node& node = graph.nodes()[n];
     std::optional<LayerPath> parsed = parse_layer_path(node.provenance.module_path);
     if (!parsed) continue;
+    const auto id = layer_ids.try_emplace({parsed->list, parsed->index}, static_cast<int64_t>(layer_ids.size()));
+    result.node_layer[n] = id.first->second;
     Layer& layer = lists[parsed->list][parsed->index];
     layer.nodes.push_back(static_cast<int64_t>(n));
     layer.signature += node_signature(graph, node, parsed->rest);

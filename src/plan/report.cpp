@@ -142,6 +142,7 @@ PlanReport make_report(const JointProgram& program, const PlanProblem& plan, con
   report.memory = memory_breakdown(program, plan, sharding);
   report.parameters = parameter_table(program, plan, sharding);
   report.collectives = collectives(program, plan, sharding);
+  report.checkpointing = checkpointing_table(program, plan, sharding);
   report.notes = sharding.notes;
   return report;
 }
@@ -170,6 +171,17 @@ std::string format_report(const PlanReport& report, size_t max_parameters) {
   }
   size_t width = 10;
   for (const ParameterRow& row : report.parameters) width = std::max(width, row.name.size() + 2);
+  if (!report.checkpointing.empty()) text += "activation checkpointing per layer group:\n";
+  for (const CheckpointRow& row : report.checkpointing) {
+    text += "  " + row.layers + ": keeps " + std::to_string(row.kept) + ", recomputes " +
+            std::to_string(row.recomputed.size()) + " of its activations, " +
+            detail::format_bytes(row.bytes_saved) + " less at the start of the backward for " +
+            detail::format_seconds(row.seconds_added) + " more per step\n";
+    if (row.recomputed.empty()) continue;
+    std::string list;
+    for (const std::string& name : row.recomputed) list += (list.empty() ? "" : ", ") + name;
+    text += "    recomputed: " + list + "\n";
+  }
   text += "parameters:\n";
   const size_t shown =
       max_parameters == 0 ? report.parameters.size() : std::min(max_parameters, report.parameters.size());

@@ -84,7 +84,8 @@ TrainingRun reference_run(Model& model, const Inputs& inputs, uint64_t seed, DTy
 // rank 0's view of the run is returned.
 template <class MakeModel, class Inputs>
 TrainingRun mesh_run(const MakeModel& make_model, const Inputs& inputs, const dist::DeviceMesh& mesh,
-             const std::string& plan_json, uint64_t seed, DType dtype, const MixedPrecisionPolicy& precision) {
+             const std::string& plan_json, uint64_t seed, DType dtype, const MixedPrecisionPolicy& precision,
+             plan::Checkpointing checkpointing) {
   TrainingRun result;
   std::mutex mutex;
   dist::launch(static_cast<int>(mesh.size()), [&](int rank, dist::ProcessGroup& world) {
@@ -94,6 +95,7 @@ TrainingRun mesh_run(const MakeModel& make_model, const Inputs& inputs, const di
     options.train.adamw = adamw(dtype);
     options.train.seed = seed;
     options.plan.precision = precision;
+    options.plan.checkpointing = checkpointing;
     AutoParallel ap(
         *model, [&] { return inputs; }, mesh, options);
     ParallelModule module = ap.apply_placement(ap.plan_from_json(plan_json), groups);
@@ -132,6 +134,7 @@ struct ParityCase {
   std::vector<int64_t> mesh;
   DType dtype = DType::Float64;
   bool bf16_policy = false;  // param bf16, reduce f32, output f32 (the master weights in `dtype`)
+  plan::Checkpointing checkpointing = plan::Checkpointing::None;
 };
 
 MixedPrecisionPolicy bf16_policy() { return {DType::BFloat16, DType::Float32, DType::Float32}; }
@@ -140,7 +143,8 @@ class Parity : public ::testing::TestWithParam<ParityCase> {};
 
 template <class Model, class Config, class Inputs>
 void check_every_plan(const Config& config, const Inputs& inputs, const dist::DeviceMesh& mesh, double tolerance,
-                      double parameter_tolerance, const MixedPrecisionPolicy& precision) {
+                      double parameter_tolerance, const MixedPrecisionPolicy& precision,
+                      plan::Checkpointing checkpointing = plan::Checkpointing::None) {
   const DType dtype = config.dtype;
   constexpr uint64_t kSeed = 7;
   Model reference_model(config);
@@ -150,9 +154,14 @@ void check_every_plan(const Config& config, const Inputs& inputs, const dist::De
   auto planner_model = make();
   AutoParallelOptions planner_options;
   planner_options.plan.precision = precision;
+  planner_options.plan.checkpointing = checkpointing;
   AutoParallel planner(
       *planner_model, [&] { return inputs; }, mesh, planner_options);
-  std::vector<std::pair<std::string, std::string>> plans{{"solver", planner.plan_json(planner.optimize_placement())}};
+  const plan::ShardingPlan solved = planner.optimize_placement();
+  if (checkpointing != plan::Checkpointing::None) {
+    ASSERT_FALSE(plan::decode(planner.problem(), solved.choice).recompute.empty()) << "nothing is recomputed";
+  }
+  std::vector<std::pair<std::string, std::string>> plans{{"solver", planner.plan_json(solved)}};
   for (const plan::BaselineResult& baseline : planner.baselines()) {
     ASSERT_TRUE(baseline.plan.has_value()) << baseline.baseline.name << ": " << baseline.error;
     plans.emplace_back(baseline.baseline.name, planner.plan_json(*baseline.plan));
@@ -160,15 +169,17 @@ void check_every_plan(const Config& config, const Inputs& inputs, const dist::De
   ASSERT_EQ(plans.size(), mesh.ndim() == 2 ? 5u : 4u);
   for (const auto& [label, json] : plans) {
     SCOPED_TRACE(label + " on " + mesh.str());
-    expect_same_run(mesh_run(make, inputs, mesh, json, kSeed, dtype, precision), expected, tolerance,
-                    parameter_tolerance);
+    expect_same_run(mesh_run(make, inputs, mesh, json, kSeed, dtype, precision, checkpointing), expected,
+                    tolerance, parameter_tolerance);
   }
 }
 
 TEST_P(Parity, FiveAdamWStepsMatchSingleDevice) {
   const ParityCase& param = GetParam();
   const dist::DeviceMesh mesh(param.mesh);
-  const double tolerance = param.bf16_policy ? kBf16LossTolerance : param.dtype == DType::Float64 ? 1e-10 : 1e-4;
+  // One rank runs the single-device program, recomputations included: the same bits.
+  const bool one_rank = param.mesh == std::vector<int64_t>{1};
+  const double tolerance = one_rank ? 0.0 : param.bf16_policy ? kBf16LossTolerance : param.dtype == DType::Float64 ? 1e-10 : 1e-4;
   const double parameter_tolerance = param.bf16_policy ? kBf16ParameterTolerance : tolerance;
   const MixedPrecisionPolicy precision = param.bf16_policy ? bf16_policy() : MixedPrecisionPolicy{};
   const nn::ModelSpec spec = nn::zoo_model(param.model);
@@ -176,19 +187,22 @@ TEST_P(Parity, FiveAdamWStepsMatchSingleDevice) {
     const nn::MlpConfig config{.in = 8, .hidden = 16, .out = 4, .dtype = param.dtype};
     const auto inputs =
         std::make_tuple(testing::random_tensor({8, 8}, param.dtype, 3), testing::random_ints({8}, 0, 4, 4));
-    check_every_plan<nn::MlpLoss>(config, inputs, mesh, tolerance, parameter_tolerance, precision);
+    check_every_plan<nn::MlpLoss>(config, inputs, mesh, tolerance, parameter_tolerance, precision,
+                                        param.checkpointing);
   } else if (spec.kind == nn::ModelSpec::Kind::Gpt) {
     nn::GPTConfig config = spec.gpt;
     config.dtype = param.dtype;
     const auto inputs = std::make_tuple(testing::random_ints({4, 8}, 0, config.vocab, 5),
                                         testing::random_ints({4, 8}, 0, config.vocab, 6));
-    check_every_plan<nn::LmLoss<nn::GPT>>(config, inputs, mesh, tolerance, parameter_tolerance, precision);
+    check_every_plan<nn::LmLoss<nn::GPT>>(config, inputs, mesh, tolerance, parameter_tolerance, precision,
+                                        param.checkpointing);
   } else {
     nn::LlamaConfig config = spec.llama;
     config.dtype = param.dtype;
     const auto inputs = std::make_tuple(testing::random_ints({4, 8}, 0, config.vocab, 5),
                                         testing::random_ints({4, 8}, 0, config.vocab, 6));
-    check_every_plan<nn::LmLoss<nn::Llama>>(config, inputs, mesh, tolerance, parameter_tolerance, precision);
+    check_every_plan<nn::LmLoss<nn::Llama>>(config, inputs, mesh, tolerance, parameter_tolerance, precision,
+                                        param.checkpointing);
   }
 }
 
@@ -203,12 +217,22 @@ INSTANTIATE_TEST_SUITE_P(Runtime, Parity,
                                            ParityCase{"mlp", {2, 2}, DType::Float32, true},
                                            ParityCase{"gpt-mini", {2}, DType::Float32, true},
                                            ParityCase{"gpt-mini", {4}, DType::Float32, true},
-                                           ParityCase{"llama-mini", {2, 2}, DType::Float32, true}),
+                                           ParityCase{"llama-mini", {2, 2}, DType::Float32, true},
+                                           ParityCase{"llama-mini", {1}, DType::Float64, false, plan::Checkpointing::Full},
+                                           ParityCase{"gpt-mini", {1}, DType::Float64, false,
+                                                      plan::Checkpointing::Selective},
+                                           ParityCase{"llama-mini", {2, 2}, DType::Float64, false,
+                                                      plan::Checkpointing::Full},
+                                           ParityCase{"gpt-mini", {2}, DType::Float64, false,
+                                                      plan::Checkpointing::Selective}),
                          [](const ::testing::TestParamInfo<ParityCase>& info) {
                            std::string name = info.param.model + "_on";
                            for (int64_t size : info.param.mesh) name += "_" + std::to_string(size);
                            name += info.param.dtype == DType::Float64 ? "_f64" : "_f32";
                            if (info.param.bf16_policy) name += "_bf16_policy";
+                           if (info.param.checkpointing != plan::Checkpointing::None) {
+                             name += "_ac_" + std::string(plan::checkpointing_name(info.param.checkpointing));
+                           }
                            for (char& c : name) c = c == '-' ? '_' : c;
                            return name;
                          });

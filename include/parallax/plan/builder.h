@@ -71,6 +71,18 @@
 //   the real peak up to the transients of one layer, conservative in the backward (where the
 //   real step frees each layer's saved activations as it goes).
 //
+// Activation checkpointing (PlanOptions::checkpointing): a candidate is a forward node of a
+// repeated layer (a clustered problem node) whose outputs some backward node reads (directly or
+// through views) and which is not a view itself. Recomputing it means running it again, on the
+// same strategy, right before its first backward reader: its cost is twice its compute and twice
+// the transfers into it (its inputs are redistributed again: FSDP gathers the weight again, as
+// FSDP2 does after resharding), and its usage is its bytes times `recompute_copies`, the most
+// copies live at once when each member lives from its step to its last forward reader and again
+// from its first to its last backward reader (usually 1, against the L of keeping all layers').
+// Not modelled: an input of a recomputed node that no backward node reads otherwise is assumed
+// to end where its own decision says (in the transformers of the zoo every such input is read by
+// the backward anyway).
+//
 // Cost of building: strategies and node costs are computed once per problem node (per
 // representative), strategy expansion is cached by (op, attributes, input metas), and
 // redistribution costs by (meta, from placements, to placements).
@@ -79,6 +91,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parallax/autodiff/export.h"
@@ -91,6 +104,19 @@
 #include "parallax/plan/problem.h"
 
 namespace px::plan {
+
+// Activation checkpointing: which forward values of the repeated layers are kept for the
+// backward and which are recomputed there (see "Activation checkpointing" above).
+enum class Checkpointing : uint8_t {
+  None,       // keep every activation
+  Selective,  // keep the outputs of matmuls, linears and attention; recompute the rest (PyTorch's
+              // selective op policy)
+  Full,       // keep each layer's outputs (what the next layer reads); recompute the rest
+  Auto,       // the solver decides per node, with its sharding, under the memory budget
+};
+std::string_view checkpointing_name(Checkpointing policy);  // "none", "selective", "full", "auto"
+// ValueError naming the choices for an unknown name.
+Checkpointing parse_checkpointing(std::string_view name);
 
 struct PlanOptions {
   DeviceProfile device = h100();
@@ -108,6 +134,7 @@ struct PlanOptions {
   // the compute dtype, after it when it is the master's. Other pairs are forbidden on the edge
   // into the cast, so the plan reduces where the policy says, and prices it in that dtype.
   MixedPrecisionPolicy precision;
+  Checkpointing checkpointing = Checkpointing::None;
   // Per-device memory budget in bytes: the problem's usage_limit (nullopt: none).
   std::optional<double> memory_limit_bytes;
   // The problem's name; empty: "<graph name> on <mesh>".
@@ -130,6 +157,11 @@ struct PlanNode {
   // without gradient and optimizer state), before the live_copies factor.
   std::vector<double> local_bytes;
   int64_t live_copies = 1;  // the usage factor (see "Memory under clustering")
+  // Activation checkpointing: per strategy, whether the node's outputs are recomputed in the
+  // backward (empty: never). Under Checkpointing::Auto a candidate's strategies come twice, kept
+  // then recomputed; under Selective and Full each candidate has one of the two.
+  std::vector<bool> recompute;
+  int64_t recompute_copies = 1;  // the usage factor of a recomputing strategy
   // Input nodes: what the graph input is (Param, Buffer, UserInput, Tangent, SubclassInner).
   InputDescriptor::Kind input_kind = InputDescriptor::Kind::UserInput;
   bool has_gradient = false;  // Input nodes of parameters: a gradient output exists
@@ -173,6 +205,8 @@ PlanProblem build_problem(const JointProgram& program, const dist::DeviceMesh& m
 struct DecodedPlan {
   std::vector<std::vector<Placement>> inputs;  // per graph input, one placement per mesh dim
   std::vector<NdStrategy> nodes;               // per graph node
+  // Per graph node: its outputs are recomputed in the backward (empty: none is).
+  std::vector<bool> recompute;
 };
 
 // ValueError for a choice of the wrong length or a strategy index out of range.

@@ -50,6 +50,16 @@ struct MemoryBreakdown {
   double capacity_bytes = 0;  // the device's
 };
 
+// Activation checkpointing in one set of identical layers: what each layer keeps for the
+// backward and what it recomputes there, and what that saves and costs for the whole set.
+struct CheckpointRow {
+  std::string layers;                    // "model.layers x32"
+  std::vector<std::string> recomputed;   // "silu @feed_forward", ... (one layer's nodes, graph order)
+  int64_t kept = 0;                      // candidates kept
+  double bytes_saved = 0;                // per device, held less at the start of the backward
+  double seconds_added = 0;              // per step: the recomputation and the transfers into it
+};
+
 struct PlanReport {
   std::string label;
   double step_seconds = 0;  // the cost
@@ -58,6 +68,7 @@ struct PlanReport {
   MemoryBreakdown memory;
   std::vector<ParameterRow> parameters;
   std::vector<CollectiveRow> collectives;  // by kind and mesh dim, the most seconds first
+  std::vector<CheckpointRow> checkpointing;  // per layer group with candidates (empty: no checkpointing)
   std::vector<std::string> notes;
 };
 
@@ -66,6 +77,10 @@ std::vector<ParameterRow> parameter_table(const JointProgram& program, const Pla
 std::vector<CollectiveRow> collectives(const JointProgram& program, const PlanProblem& plan,
                                        const ShardingPlan& sharding);
 MemoryBreakdown memory_breakdown(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding);
+// Per layer group, the plan's activation checkpointing (plan/builder.h): empty when the problem
+// was built with Checkpointing::None.
+std::vector<CheckpointRow> checkpointing_table(const JointProgram& program, const PlanProblem& plan,
+                                               const ShardingPlan& sharding);
 PlanReport make_report(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding);
 
 // The report as text: a summary line, the time split, memory, collectives and the parameter table
