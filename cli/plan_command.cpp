@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -13,14 +14,15 @@
 
 #include "commands.h"
 #include "mesh_arguments.h"
-#include "precision_arguments.h"
 #include "parallax/autodiff/training_step.h"
 #include "parallax/core/error.h"
 #include "parallax/nn/zoo.h"
 #include "parallax/plan/baselines.h"
 #include "parallax/plan/builder.h"
+#include "parallax/plan/imported_plan.h"
 #include "parallax/plan/plan.h"
 #include "parallax/plan/report.h"
+#include "precision_arguments.h"
 
 namespace px::cli {
 namespace {
@@ -47,6 +49,7 @@ struct PlanArguments {
   bool progress = false;
   PrecisionArguments precision;
   std::string checkpointing = "auto";
+  std::vector<std::string> compare;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -81,6 +84,16 @@ int run_plan(const PlanArguments& args) {
     if (!args.parameter_memory.empty()) {
       if (args.parameter_memory.size() != 2) throw ValueError("--parameter-memory takes LOW,HIGH");
       constraints.parameter_memory = plan::ParameterMemory{args.parameter_memory[0], args.parameter_memory[1]};
+    }
+
+    // Read the files to compare against before solving anything, so a bad file fails fast.
+    std::vector<plan::ImportedPlacements> imports;
+    for (const std::string& entry : args.compare) {
+      // LABEL=FILE names the plan in the report; a bare FILE is named by its stem.
+      const size_t equals = entry.find('=');
+      const bool labelled = equals != std::string::npos && equals > 0 && !std::filesystem::exists(entry);
+      imports.push_back(plan::read_imported_placements(labelled ? entry.substr(equals + 1) : entry));
+      if (labelled) imports.back().label = entry.substr(0, equals);
     }
 
     std::cout << "model   " << model.describe() << "\n"
@@ -123,18 +136,36 @@ int run_plan(const PlanArguments& args) {
     for (const std::string& name : args.explain) {
       std::cout << plan::explain(problem, solved, plan::find_plan_node(program, problem, name)).str() << "\n";
     }
-    if (args.baselines) {
-      std::vector<std::string> failed;
-      for (const plan::BaselineResult& result : plan::solve_baselines(program, problem, constraints, solve_options)) {
-        if (result.plan) {
-          reports.push_back(plan::make_report(program, problem, *result.plan));
-        } else {
-          failed.push_back(result.baseline.name + ": " + result.error);
+    std::vector<plan::PlanReport> imported_reports;
+    std::vector<std::string> failed;
+    for (const plan::ImportedPlacements& imported : imports) {
+      const plan::BaselineResult result = plan::solve_imported(imported, program, problem, constraints, solve_options);
+      if (result.plan) {
+        imported_reports.push_back(plan::make_report(program, problem, *result.plan));
+      } else {
+        failed.push_back(imported.label + ": " + result.error);
+      }
+    }
+    if (args.baselines || !imports.empty()) {
+      reports.insert(reports.end(), imported_reports.begin(), imported_reports.end());
+      if (args.baselines) {
+        for (const plan::BaselineResult& result : plan::solve_baselines(program, problem, constraints, solve_options)) {
+          if (result.plan) {
+            reports.push_back(plan::make_report(program, problem, *result.plan));
+          } else {
+            failed.push_back(result.baseline.name + ": " + result.error);
+          }
         }
       }
-      std::cout << "solver against the hand-written plans (same cost model):\n" << plan::format_comparison(reports);
+      std::cout << "solver against " << (imported_reports.empty() ? "" : "the imported and ")
+                << (args.baselines ? "the hand-written plans" : "plans") << " (same cost model):\n"
+                << plan::format_comparison(reports);
       for (const std::string& line : failed) std::cout << "  not feasible: " << line << "\n";
       std::cout << "\n";
+    }
+    for (const plan::PlanReport& imported : imported_reports) {
+      for (const std::string& note : imported.notes) std::cout << "note (" << imported.label << "): " << note << "\n";
+      std::cout << plan::format_difference(reports.front(), imported, mesh) << "\n";
     }
     if (!args.out.empty()) {
       plan::save_plan(program, problem, solved, args.out);
@@ -193,6 +224,11 @@ Command add_plan_command(CLI::App& app) {
   sub->add_option("--explain", args->explain, "Explain a node's strategy against its alternatives (repeatable)");
   sub->add_option("--parameters", args->parameters, "Rows of the parameter table (0: all)")->capture_default_str();
   sub->add_flag("--progress", args->progress, "Show the solver's best plan as it improves");
+  sub->add_option(
+      "--compare", args->compare,
+      "[LABEL=]FILE: price another planner's parameter placements (JSON: {\"placements\": {name: \"(Shard(dim=0), "
+      "Replicate())\"}}, as AutoParallel's in ../shared/anchors) next to the solver's plan, and say "
+      "where they differ (repeatable)");
   add_precision_options(*sub, args->precision);
   add_checkpointing_option(*sub, args->checkpointing);
   return {sub, [args] { return run_plan(*args); }};

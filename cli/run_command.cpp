@@ -12,8 +12,8 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -22,7 +22,6 @@
 
 #include "commands.h"
 #include "mesh_arguments.h"
-#include "precision_arguments.h"
 #include "parallax/api/auto_parallel.h"
 #include "parallax/core/error.h"
 #include "parallax/dist/process_group.h"
@@ -30,6 +29,7 @@
 #include "parallax/ops/factory.h"
 #include "parallax/plan/calibration.h"
 #include "parallax/plan/device_profile.h"
+#include "precision_arguments.h"
 #include "statistics.h"
 #include "training_setup.h"
 
@@ -67,9 +67,10 @@ struct RunResult {
   std::vector<double> losses;
   std::vector<double> step_seconds;
   std::vector<std::pair<std::string, Tensor>> parameters;  // whole, at the end (with --check)
-  double peak_bytes = 0;                                   // the largest over ranks
-  double pool_bytes = 0;        // the largest over ranks of the executor's buffer pool, after the last step
-  double predicted_step_s = 0;  // the plan's cost under the device profile
+  double peak_bytes = 0;            // the largest over ranks of the executor's peak plus the optimizer's state
+  double predicted_peak_bytes = 0;  // the plan report's peak per device
+  double pool_bytes = 0;            // the largest over ranks of the executor's buffer pool, after the last step
+  double predicted_step_s = 0;      // the plan's cost under the device profile
   std::string plan_label;
   std::vector<plan::OpSample> op_samples;  // rank 0's nodes, median over the steps after the first
   double executor_seconds = 0;             // rank 0's median graph run, within the step
@@ -139,7 +140,7 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
             }
           }
           Tensor peak = px::full({2}, 0.0, DType::Float64);
-          peak.data<double>()[0] = module.last_stats().peak_bytes;
+          peak.data<double>()[0] = module.last_stats().peak_bytes + static_cast<double>(module.optimizer_state_bytes());
           peak.data<double>()[1] = module.last_stats().pool_bytes;
           world.all_reduce(peak, ReduceOp::Max);
           std::vector<std::pair<std::string, Tensor>> parameters;
@@ -157,6 +158,7 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
             result.peak_bytes = peak.data<double>()[0];
             result.pool_bytes = peak.data<double>()[1];
             result.predicted_step_s = sharding.evaluation.cost;
+            result.predicted_peak_bytes = ap.report(sharding).memory.peak_bytes;
             result.plan_label = sharding.label;
             result.predicted_communication_s = sharding.communication_seconds;
             result.executor_seconds = median(executor_seconds);
@@ -249,9 +251,10 @@ int run_run(const RunArguments& args) {
     if (out) {
       *out << "\nmedian step " << std::fixed << std::setprecision(2) << seconds * 1e3 << " ms (" << std::setprecision(0)
            << static_cast<double>(data.tokens_per_step()) / seconds << " tokens/s), peak memory per rank "
-           << std::setprecision(1) << result.peak_bytes / 1e6 << " MB (its buffer pool holds "
-           << result.pool_bytes / 1e6 << " MB); the plan predicted " << std::setprecision(2)
-           << result.predicted_step_s * 1e3 << " ms on " << args.device << "\n";
+           << std::setprecision(2) << result.peak_bytes / 1e6
+           << " MB with the optimizer's state (its buffer pool holds " << result.pool_bytes / 1e6
+           << " MB); the plan predicted " << result.predicted_step_s * 1e3 << " ms on " << args.device << " and "
+           << result.predicted_peak_bytes / 1e6 << " MB\n";
       const unsigned cores = std::thread::hardware_concurrency();
       if (backend == dist::Backend::Threads && cores > 0 && mesh.size() > static_cast<int64_t>(cores)) {
         *out << "(" << mesh.size() << " thread ranks share this machine's " << cores
@@ -293,6 +296,7 @@ int run_run(const RunArguments& args) {
       json["median_step_s"] = seconds;
       json["predicted_step_s"] = result.predicted_step_s;
       json["peak_bytes"] = result.peak_bytes;
+      json["predicted_peak_bytes"] = result.predicted_peak_bytes;
       json["pool_bytes"] = result.pool_bytes;
       json["executor_step_s"] = result.executor_seconds;
       if (args.op_profile) {

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -146,8 +147,13 @@ RankProgram lower_rank(const JointProgram& program, const plan::DecodedPlan& pla
   {
     InterceptScope scope(tracer);
     // (value, placements) -> its local shard so placed: one redistribution per value and target.
+    // The forward and the backward keep separate caches: a weight FSDP gathers for the forward
+    // is not kept alive until the backward reads it again, but gathered again there (the plan
+    // prices both transfers and counts no memory for the copy in between).
     using MoveCache = std::map<std::pair<ir::ValueId, std::string>, Tensor>;
-    MoveCache moved;
+    MoveCache moved_forward;
+    MoveCache moved_backward;
+    MoveCache* moved = &moved_forward;
     auto place = [&](const Placed& value, ir::ValueId id, const std::vector<Placement>& target,
                      MoveCache& cache) -> Tensor {
       if (value.spec.placements == target) return value.local;
@@ -159,7 +165,7 @@ RankProgram lower_rank(const JointProgram& program, const plan::DecodedPlan& pla
       return local;
     };
     auto placed_as = [&](ir::ValueId id, const std::vector<Placement>& target) -> Tensor {
-      return place(values.at(id), id, target, moved);
+      return place(values.at(id), id, target, *moved);
     };
     // Runs node n on its local inputs and records its outputs in `into`.
     auto run_node = [&](size_t n, const std::vector<Tensor>& locals, std::map<ir::ValueId, Placed>& into) {
@@ -209,18 +215,41 @@ RankProgram lower_rank(const JointProgram& program, const plan::DecodedPlan& pla
       return again.at(id);
     };
 
+    // A parameter's gradient moves to its parameter's placement as soon as it is made (reduced
+    // over the ranks that hold partial sums, as DDP and FSDP do during the backward), so that the
+    // unreduced copy dies there instead of living to the end of the step; the plan counts the
+    // gradient in the parameter's placement from then on.
+    std::set<ir::ValueId> read;
+    for (const ir::Node& node : graph.nodes()) read.insert(node.inputs.begin(), node.inputs.end());
+    std::map<ir::ValueId, std::vector<size_t>> gradient_outputs;
+    for (size_t d = 0; d < program.outputs.size(); ++d) {
+      const int64_t j = program.graph_output[d];
+      if (j < 0 || program.outputs[d].kind != OutputDescriptor::Kind::Grad) continue;
+      const ir::ValueId id = graph.outputs()[static_cast<size_t>(j)];
+      if (read.count(id) == 0) gradient_outputs[id].push_back(static_cast<size_t>(j));
+    }
+    auto reduce_gradients = [&](size_t n) {
+      for (ir::ValueId output : graph.nodes()[n].outputs) {
+        auto found = gradient_outputs.find(output);
+        if (found == gradient_outputs.end()) continue;
+        for (size_t j : found->second) placed_as(output, result.output_placements[j]);
+      }
+    };
+
     for (size_t n = 0; n < graph.nodes().size(); ++n) {
       const ir::Node& node = graph.nodes()[n];
       const NdStrategy& strategy = plan.nodes[n];
+      moved = node.provenance.phase == ir::Phase::Forward ? &moved_forward : &moved_backward;
       if (!recompute.empty() && node.provenance.phase != ir::Phase::Forward) {
         std::vector<Tensor> locals;
         for (size_t k = 0; k < node.inputs.size(); ++k) {
           const Placed& input = value_for_backward(node.inputs[k]);
-          locals.push_back(&input == &values.at(node.inputs[k]) ? placed_as(node.inputs[k], strategy.inputs[k])
-                                                                  : place(input, node.inputs[k], strategy.inputs[k],
-                                                                          moved_again));
+          locals.push_back(&input == &values.at(node.inputs[k])
+                               ? placed_as(node.inputs[k], strategy.inputs[k])
+                               : place(input, node.inputs[k], strategy.inputs[k], moved_again));
         }
         run_node(n, locals, values);
+        reduce_gradients(n);
         continue;
       }
       std::vector<Tensor> locals;
@@ -233,6 +262,7 @@ RankProgram lower_rank(const JointProgram& program, const plan::DecodedPlan& pla
         }
       }
       run_node(n, locals, values);
+      reduce_gradients(n);
     }
 
     std::vector<Tensor> outputs;

@@ -60,6 +60,8 @@ std::vector<Role> roles_of(BaselineKind kind, const dist::DeviceMesh& mesh, int6
       roles[static_cast<size_t>(tp_dim)] = Role::Tp;
       return roles;
     }
+    case BaselineKind::Imported:
+      break;
   }
   return {};
 }
@@ -107,6 +109,8 @@ std::string baseline_name(BaselineKind kind) {
       return "TP";
     case BaselineKind::FsdpTensorParallel:
       return "FSDP+TP";
+    case BaselineKind::Imported:
+      return "imported";
   }
   return "unknown";
 }
@@ -126,6 +130,9 @@ Baseline make_baseline(BaselineKind kind, const JointProgram& program, const Pla
   if (ndim >= 2 && (tp_dim < 0 || tp_dim >= ndim || dp_dim < 0 || dp_dim >= ndim || tp_dim == dp_dim)) {
     throw ValueError("make_baseline: dp dim " + std::to_string(options.dp_dim) + " and tp dim " +
                      std::to_string(options.tp_dim) + " must be two different dims of " + mesh.str());
+  }
+  if (kind == BaselineKind::Imported) {
+    throw ValueError("make_baseline: an imported plan comes from import_baseline (plan/imported_plan.h)");
   }
   if (kind == BaselineKind::FsdpTensorParallel && ndim < 2) {
     throw ValueError("make_baseline: FSDP+TP needs a mesh of two or more dims (dp x tp), got " + mesh.str());
@@ -156,6 +163,8 @@ Baseline make_baseline(BaselineKind kind, const JointProgram& program, const Pla
     case BaselineKind::FsdpTensorParallel:
       baseline.description = "Megatron tensor parallel on " + dims_text(roles, Role::Tp, mesh) + ", FSDP on " +
                              dims_text(roles, Role::Fsdp, mesh);
+      break;
+    case BaselineKind::Imported:
       break;
   }
   std::set<int64_t> done_nodes;

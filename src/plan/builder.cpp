@@ -299,6 +299,27 @@ void fill_liveness(PlanProblem& plan, const JointProgram& program, const Cluster
     plan.problem.nodes[p].start = start;
     plan.problem.nodes[p].end = end;
   }
+  // Where each parameter's gradient is made, in compressed time (see predicted_peak).
+  std::unordered_map<ir::ValueId, int64_t> made_at;
+  for (size_t n = 0; n < graph.nodes().size(); ++n) {
+    for (ir::ValueId output : graph.nodes()[n].outputs) made_at[output] = static_cast<int64_t>(n) + 1;
+  }
+  for (size_t p = 0; p < plan.nodes.size(); ++p) {
+    PlanNode& node = plan.nodes[p];
+    if (node.kind != PlanNode::Kind::Input) continue;
+    for (int64_t member : node.members) {
+      const int64_t grad = gradients.of_input[static_cast<size_t>(member)];
+      if (grad < 0) continue;
+      auto made = made_at.find(graph.outputs()[static_cast<size_t>(grad)]);
+      int64_t from = 0, to = 0;
+      if (made == made_at.end()) {
+        from = plan.problem.nodes[p].start;  // a gradient that is an input: there from the start
+      } else if (!time.map(made->second, live.steps, from, to)) {
+        from = plan.problem.nodes[p].end;  // made after the last step the problem keeps
+      }
+      node.gradient_from.push_back(from);
+    }
+  }
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
+#include "parallax/core/error.h"
 #include "plan/builder_internal.h"
 
 namespace px::plan::detail {
@@ -85,3 +87,57 @@ int64_t max_overlap(std::vector<std::pair<int64_t, int64_t>> intervals) {
 }
 
 }  // namespace px::plan::detail
+
+namespace px::plan {
+
+PredictedPeak predicted_peak(const PlanProblem& plan, const Choice& choice) {
+  const ShardingProblem& problem = plan.problem;
+  if (choice.size() != problem.nodes.size() || plan.nodes.size() != problem.nodes.size()) {
+    throw ValueError("predicted_peak: a choice of " + std::to_string(choice.size()) + " strategies for " +
+                     std::to_string(problem.nodes.size()) + " nodes");
+  }
+  // (time, change of the total, change of the parameters' part)
+  std::vector<std::tuple<int64_t, long double, long double>> events;
+  for (size_t p = 0; p < problem.nodes.size(); ++p) {
+    const ProblemNode& node = problem.nodes[p];
+    const PlanNode& plan_node = plan.nodes[p];
+    if (node.end <= node.start) continue;
+    const auto s = static_cast<size_t>(choice[p]);
+    if (s >= node.usages.size()) throw ValueError("predicted_peak: strategy out of range at " + node.name);
+    const bool parameter =
+        plan_node.kind == PlanNode::Kind::Input && plan_node.input_kind == InputDescriptor::Kind::Param;
+    const long double usage = node.usages[s];
+    events.emplace_back(node.start, usage, parameter ? usage : 0);
+    events.emplace_back(node.end, -usage, parameter ? -usage : 0);
+    // A gradient (as many bytes as its parameter's shard) is not there before the step that makes it.
+    for (int64_t from : plan_node.gradient_from) {
+      const int64_t until = std::clamp(from, node.start, node.end);
+      if (until == node.start) continue;
+      const long double gradient = plan_node.local_bytes[s];
+      events.emplace_back(node.start, -gradient, parameter ? -gradient : 0);
+      events.emplace_back(until, gradient, parameter ? gradient : 0);
+    }
+  }
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  PredictedPeak peak;
+  long double total = 0;
+  long double parameters = 0;
+  bool have_peak = false;
+  for (size_t k = 0; k < events.size();) {
+    const int64_t time = std::get<0>(events[k]);
+    for (; k < events.size() && std::get<0>(events[k]) == time; ++k) {
+      total += std::get<1>(events[k]);
+      parameters += std::get<2>(events[k]);
+    }
+    // After the last group every interval has ended.
+    if (k < events.size() && (!have_peak || total > peak.bytes)) {
+      peak.bytes = static_cast<double>(total);
+      peak.step = time;
+      peak.parameter_bytes = static_cast<double>(parameters);
+      have_peak = true;
+    }
+  }
+  return peak;
+}
+
+}  // namespace px::plan

@@ -53,6 +53,7 @@ std::vector<ParameterRow> parameter_table(const JointProgram& program, const Pla
     const auto p = static_cast<size_t>(plan.input_node[i]);
     const auto s = static_cast<size_t>(sharding.choice[p]);
     ParameterRow row;
+    row.input = static_cast<int64_t>(i);
     row.name = program.inputs[i].fqns.empty() ? program.inputs[i].str() : program.inputs[i].fqns.front();
     row.meta = program.graph.meta(program.graph.inputs()[i]);
     row.placements = decoded.inputs[i];
@@ -64,19 +65,32 @@ std::vector<ParameterRow> parameter_table(const JointProgram& program, const Pla
   return rows;
 }
 
-std::vector<CollectiveRow> collectives(const JointProgram& program, const PlanProblem& plan,
-                                       const ShardingPlan& sharding) {
+namespace {
+
+// Every transfer of the real graph under the plan (see the top of report.h), each with the
+// parameter it carries: the parameter itself, a value made from it alone (its cast to the compute
+// dtype, a view), or its gradient on the way back to it; -1 for activations.
+template <typename OnStep>
+void walk_transfers(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding,
+                    OnStep&& on_step) {
   const ir::Graph& graph = program.graph;
   const DecodedPlan decoded = decode(plan, sharding.choice);
   std::unordered_map<ir::ValueId, const std::vector<Placement>*> placed;
-  for (size_t i = 0; i < graph.inputs().size(); ++i) placed[graph.inputs()[i]] = &decoded.inputs[i];
+  std::unordered_map<ir::ValueId, int64_t> carried;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    placed[graph.inputs()[i]] = &decoded.inputs[i];
+    if (is_param(program.inputs[i])) carried[graph.inputs()[i]] = static_cast<int64_t>(i);
+  }
   for (size_t n = 0; n < graph.nodes().size(); ++n) {
-    const auto& outputs = graph.nodes()[n].outputs;
-    for (size_t o = 0; o < outputs.size(); ++o) placed[outputs[o]] = &decoded.nodes[n].outputs[o];
+    const ir::Node& node = graph.nodes()[n];
+    for (size_t o = 0; o < node.outputs.size(); ++o) placed[node.outputs[o]] = &decoded.nodes[n].outputs[o];
+    if (node.inputs.size() == 1 && node.outputs.size() == 1) {
+      auto found = carried.find(node.inputs[0]);
+      if (found != carried.end()) carried[node.outputs[0]] = found->second;
+    }
   }
   std::map<std::string, std::vector<RedistributeStep>> cache;
-  std::map<std::pair<std::string, int64_t>, CollectiveRow> rows;
-  auto transfer = [&](ir::ValueId value, const std::vector<Placement>& to) {
+  auto transfer = [&](ir::ValueId value, const std::vector<Placement>& to, int64_t parameter) {
     const std::vector<Placement>& from = *placed.at(value);
     if (from == to) return;
     const TensorMeta& meta = graph.meta(value);
@@ -87,23 +101,38 @@ std::vector<CollectiveRow> collectives(const JointProgram& program, const PlanPr
     }
     for (const RedistributeStep& step : found->second) {
       if (step.seconds == 0 && step.bytes == 0) continue;  // local steps
-      CollectiveRow& row = rows[{redistribute_kind_name(step.kind), step.mesh_dim}];
-      row.kind = redistribute_kind_name(step.kind);
-      row.mesh_dim = step.mesh_dim;
-      row.count += 1;
-      row.bytes += step.bytes;
-      row.seconds += step.seconds;
+      on_step(step, parameter);
     }
   };
   for (size_t n = 0; n < graph.nodes().size(); ++n) {
     const auto& inputs = graph.nodes()[n].inputs;
-    for (size_t j = 0; j < inputs.size(); ++j) transfer(inputs[j], decoded.nodes[n].inputs[j]);
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      auto found = carried.find(inputs[j]);
+      transfer(inputs[j], decoded.nodes[n].inputs[j], found == carried.end() ? -1 : found->second);
+    }
   }
   for (size_t i = 0; i < program.inputs.size(); ++i) {
     if (!is_param(program.inputs[i]) || !plan.nodes[static_cast<size_t>(plan.input_node[i])].has_gradient) continue;
     const int64_t grad = program.grad_output_of(program.inputs[i]);
-    if (grad >= 0) transfer(graph.outputs()[static_cast<size_t>(grad)], decoded.inputs[i]);
+    if (grad >= 0) {
+      transfer(graph.outputs()[static_cast<size_t>(grad)], decoded.inputs[i], static_cast<int64_t>(i));
+    }
   }
+}
+
+}  // namespace
+
+std::vector<CollectiveRow> collectives(const JointProgram& program, const PlanProblem& plan,
+                                       const ShardingPlan& sharding) {
+  std::map<std::pair<std::string, int64_t>, CollectiveRow> rows;
+  walk_transfers(program, plan, sharding, [&](const RedistributeStep& step, int64_t) {
+    CollectiveRow& row = rows[{redistribute_kind_name(step.kind), step.mesh_dim}];
+    row.kind = redistribute_kind_name(step.kind);
+    row.mesh_dim = step.mesh_dim;
+    row.count += 1;
+    row.bytes += step.bytes;
+    row.seconds += step.seconds;
+  });
   std::vector<CollectiveRow> result;
   for (auto& [key, row] : rows) result.push_back(row);
   std::stable_sort(result.begin(), result.end(),
@@ -111,10 +140,28 @@ std::vector<CollectiveRow> collectives(const JointProgram& program, const PlanPr
   return result;
 }
 
+void add_parameter_communication(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding,
+                                 std::vector<ParameterRow>& rows) {
+  std::unordered_map<int64_t, ParameterRow*> by_input;
+  for (ParameterRow& row : rows) {
+    row.communication_seconds = 0;
+    row.communication_bytes = 0;
+    by_input[row.input] = &row;
+  }
+  walk_transfers(program, plan, sharding, [&](const RedistributeStep& step, int64_t parameter) {
+    auto found = by_input.find(parameter);
+    if (found == by_input.end()) return;
+    found->second->communication_seconds += step.seconds;
+    found->second->communication_bytes += step.bytes;
+  });
+}
+
 MemoryBreakdown memory_breakdown(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding) {
   MemoryBreakdown memory;
-  memory.peak_bytes = sharding.evaluation.peak_usage;
-  memory.peak_step = sharding.evaluation.peak_step;
+  const PredictedPeak peak = predicted_peak(plan, sharding.choice);
+  memory.peak_bytes = peak.bytes;
+  memory.peak_step = peak.step;
+  memory.budget_check_bytes = sharding.evaluation.peak_usage;
   memory.peak_at = step_name(program, plan, memory.peak_step);
   memory.budget = sharding.memory_budget;
   memory.capacity_bytes = plan.options.device.memory_capacity_bytes;
@@ -124,12 +171,11 @@ MemoryBreakdown memory_breakdown(const JointProgram& program, const PlanProblem&
     const double usage = node.usages[static_cast<size_t>(sharding.choice[p])];
     if (plan.nodes[p].kind == PlanNode::Kind::Op) {
       memory.activation_bytes += usage;
-    } else if (plan.nodes[p].input_kind == InputDescriptor::Kind::Param) {
-      memory.parameter_bytes += usage;
-    } else {
+    } else if (plan.nodes[p].input_kind != InputDescriptor::Kind::Param) {
       memory.other_input_bytes += usage;
     }
   }
+  memory.parameter_bytes = peak.parameter_bytes;
   return memory;
 }
 
@@ -141,6 +187,7 @@ PlanReport make_report(const JointProgram& program, const PlanProblem& plan, con
   report.communication_seconds = sharding.communication_seconds;
   report.memory = memory_breakdown(program, plan, sharding);
   report.parameters = parameter_table(program, plan, sharding);
+  add_parameter_communication(program, plan, sharding, report.parameters);
   report.collectives = collectives(program, plan, sharding);
   report.checkpointing = checkpointing_table(program, plan, sharding);
   report.notes = sharding.notes;
@@ -155,10 +202,15 @@ std::string format_report(const PlanReport& report, size_t max_parameters) {
                      percent(report.communication_seconds, report.step_seconds) + ")\n";
   const MemoryBreakdown& memory = report.memory;
   text += "peak memory per device " + detail::format_bytes(memory.peak_bytes) + " at " + memory.peak_at + ": " +
-          detail::format_bytes(memory.parameter_bytes) + " parameters with gradients and optimizer states, " +
+          detail::format_bytes(memory.parameter_bytes) +
+          " parameters with optimizer states and the gradients made so far, " +
           detail::format_bytes(memory.activation_bytes) + " activations, " +
           detail::format_bytes(memory.other_input_bytes) + " other inputs";
   if (memory.budget) text += "; budget " + detail::format_bytes(*memory.budget);
+  if (memory.budget && memory.budget_check_bytes > memory.peak_bytes) {
+    text += " (checked against " + detail::format_bytes(memory.budget_check_bytes) +
+            ", every gradient counted for the whole step)";
+  }
   text += "; device " + detail::format_bytes(memory.capacity_bytes) +
           (memory.peak_bytes > memory.capacity_bytes ? " (does not fit)" : "") + "\n";
   for (const std::string& note : report.notes) text += "note: " + note + "\n";
@@ -174,9 +226,8 @@ std::string format_report(const PlanReport& report, size_t max_parameters) {
   if (!report.checkpointing.empty()) text += "activation checkpointing per layer group:\n";
   for (const CheckpointRow& row : report.checkpointing) {
     text += "  " + row.layers + ": keeps " + std::to_string(row.kept) + ", recomputes " +
-            std::to_string(row.recomputed.size()) + " of its activations, " +
-            detail::format_bytes(row.bytes_saved) + " less at the start of the backward for " +
-            detail::format_seconds(row.seconds_added) + " more per step\n";
+            std::to_string(row.recomputed.size()) + " of its activations, " + detail::format_bytes(row.bytes_saved) +
+            " less at the start of the backward for " + detail::format_seconds(row.seconds_added) + " more per step\n";
     if (row.recomputed.empty()) continue;
     std::string list;
     for (const std::string& name : row.recomputed) list += (list.empty() ? "" : ", ") + name;
@@ -197,11 +248,13 @@ std::string format_report(const PlanReport& report, size_t max_parameters) {
 }
 
 std::string format_comparison(const std::vector<PlanReport>& reports) {
+  size_t width = 12;
+  for (const PlanReport& report : reports) width = std::max(width, report.label.size() + 2);
   std::string text =
-      pad("plan", 12) + pad("step", 12) + pad("compute", 12) + pad("comm", 12) + pad("peak mem", 12) + "vs first\n";
+      pad("plan", width) + pad("step", 12) + pad("compute", 12) + pad("comm", 12) + pad("peak mem", 12) + "vs first\n";
   for (const PlanReport& report : reports) {
     const double ratio = reports.front().step_seconds > 0 ? report.step_seconds / reports.front().step_seconds : 1;
-    text += pad(report.label, 12) + pad(detail::format_seconds(report.step_seconds), 12) +
+    text += pad(report.label, width) + pad(detail::format_seconds(report.step_seconds), 12) +
             pad(detail::format_seconds(report.compute_seconds), 12) +
             pad(detail::format_seconds(report.communication_seconds), 12) +
             pad(detail::format_bytes(report.memory.peak_bytes), 12) + detail::format_significant(ratio) + "x" +

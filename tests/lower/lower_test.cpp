@@ -153,6 +153,57 @@ TEST(Lower, GraphsVerifyAndCarryCollectives) {
   EXPECT_NE(text.find("reduce_scatter"), std::string::npos);
 }
 
+// What the plan's memory assumes (plan/builder.h, "Memory"): a gradient is reduced to its
+// parameter's placement where it is made, not at the end of the step, and a weight the forward
+// gathered is gathered again for the backward rather than kept alive in between.
+RankProgram lowered_under(const JointProgram& program, plan::BaselineKind kind) {
+  const dist::DeviceMesh mesh({2});
+  const plan::PlanProblem problem = plan::build_problem(program, mesh);
+  const plan::Baseline baseline = plan::make_baseline(kind, program, problem);
+  const plan::ShardingPlan sharding = plan::solve_plan(program, problem, baseline.constraints);
+  return lower_rank(program, plan::decode(problem, sharding.choice), mesh, problem.topology, 0);
+}
+
+TEST(Lower, GradientsReducedWhereMadeAndWeightsGatheredPerPhase) {
+  // An MLP on a large batch: data parallelism all-reduces every weight's gradient.
+  const JointProgram mlp = training_step_joint(nn::zoo_model("mlp"), 16384, 1);
+  const RankProgram data_parallel = lowered_under(mlp, plan::BaselineKind::DataParallel);
+  const auto& nodes = data_parallel.graph.nodes();
+  std::map<ir::ValueId, size_t> made_by;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (ir::ValueId output : nodes[n].outputs) made_by[output] = n;
+  }
+  // Each gradient is all-reduced right after the node that makes it: the last layer's long
+  // before the backward ends.
+  size_t reduced = 0, early = 0;
+  for (size_t d = 0; d < mlp.outputs.size(); ++d) {
+    if (mlp.outputs[d].kind != OutputDescriptor::Kind::Grad || mlp.graph_output[d] < 0) continue;
+    const auto j = static_cast<size_t>(mlp.graph_output[d]);
+    auto made = made_by.find(data_parallel.graph.outputs()[j]);
+    if (made == made_by.end() || nodes[made->second].op->name != "all_reduce") continue;
+    ++reduced;
+    const auto input = made_by.find(nodes[made->second].inputs.front());
+    ASSERT_NE(input, made_by.end());
+    EXPECT_LE(made->second - input->second, 2u) << "gradient output " << j;
+    early += nodes.size() - made->second > nodes.size() / 4 ? 1 : 0;
+  }
+  EXPECT_GE(reduced, 3u);  // of the four gradients, the plan makes at most one reduced already
+  EXPECT_GT(early, 0u);
+
+  // Under FSDP some weight is gathered twice into the same placement: for the forward and for the backward.
+  const RankProgram fsdp =
+      lowered_under(training_step_joint(f64(nn::zoo_model("gpt-mini")), 4, 8), plan::BaselineKind::Fsdp);
+  bool regathered = false;
+  const auto& fsdp_nodes = fsdp.graph.nodes();
+  for (size_t a = 0; a < fsdp_nodes.size() && !regathered; ++a) {
+    for (size_t b = a + 1; b < fsdp_nodes.size() && !regathered; ++b) {
+      regathered = fsdp_nodes[a].op->name == "all_gather" && fsdp_nodes[b].op->name == "all_gather" &&
+                   fsdp_nodes[a].inputs == fsdp_nodes[b].inputs && fsdp_nodes[a].attrs == fsdp_nodes[b].attrs;
+    }
+  }
+  EXPECT_TRUE(regathered);
+}
+
 TEST(Lower, RejectsAPlanForAnotherProgram) {
   const JointProgram mlp = training_step_joint(nn::zoo_model("mlp"), 4, 1);
   const JointProgram gpt = training_step_joint(nn::zoo_model("gpt-mini"), 4, 8);

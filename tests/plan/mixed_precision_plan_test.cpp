@@ -108,7 +108,14 @@ TEST(MixedPrecisionPlan, ComputeAtTheBf16RateAndMemoryWithFloat32Masters) {
     EXPECT_EQ(row.meta.dtype, DType::Float32) << row.name;
     EXPECT_NEAR(row.state_bytes, 4.0 * row.local_bytes, 1e-9 * row.local_bytes) << row.name;
   }
-  EXPECT_NEAR(bf16.memory.parameter_bytes, f32.memory.parameter_bytes, 0.01 * f32.memory.parameter_bytes);
+  // Summed over the parameters (the peak itself may fall where a different share of the
+  // gradients has been made).
+  auto state_bytes = [](const PlanReport& report) {
+    double total = 0;
+    for (const ParameterRow& row : report.parameters) total += row.state_bytes;
+    return total;
+  };
+  EXPECT_NEAR(state_bytes(bf16), state_bytes(f32), 1e-9 * state_bytes(f32));
   // Activations in bf16: about half of float32's (plus each layer's bf16 weight shards).
   EXPECT_LT(bf16.memory.activation_bytes, 0.6 * f32.memory.activation_bytes);
   EXPECT_GT(bf16.memory.activation_bytes, 0.45 * f32.memory.activation_bytes);

@@ -48,6 +48,13 @@ void check_consistent(const JointProgram& program, const PlanProblem& plan, cons
   int64_t params = 0;
   for (const InputDescriptor& input : program.inputs) params += input.kind == InputDescriptor::Kind::Param ? 1 : 0;
   EXPECT_EQ(static_cast<int64_t>(report.parameters.size()), params);
+  // The predicted peak times the gradients: between the budget check (every gradient held all
+  // step) less every gradient, and the budget check itself.
+  double gradients = 0;
+  for (const ParameterRow& row : report.parameters) gradients += row.local_bytes;
+  EXPECT_LE(memory.peak_bytes, memory.budget_check_bytes * (1 + 1e-12));
+  EXPECT_GE(memory.peak_bytes, (memory.budget_check_bytes - gradients) * (1 - 1e-12));
+  expect_near_relative(memory.budget_check_bytes, sharding.evaluation.peak_usage);
 }
 
 TEST(Report, DataParallelMlp) {

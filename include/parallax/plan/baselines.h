@@ -36,8 +36,9 @@
 
 namespace px::plan {
 
-enum class BaselineKind : uint8_t { DataParallel, Fsdp, TensorParallel, FsdpTensorParallel };
-std::string baseline_name(BaselineKind kind);  // "DP", "FSDP", "TP", "FSDP+TP"
+// Imported: another planner's parameter placements (imported_plan.h), never made by make_baseline.
+enum class BaselineKind : uint8_t { DataParallel, Fsdp, TensorParallel, FsdpTensorParallel, Imported };
+std::string baseline_name(BaselineKind kind);  // "DP", "FSDP", "TP", "FSDP+TP", "imported"
 
 struct BaselineOptions {
   // On meshes of two or more dims: the data-parallel dim and the tensor-parallel dim (an 8x8
@@ -57,7 +58,7 @@ struct Baseline {
 // The kinds that apply to a mesh: DP, FSDP and TP everywhere, FSDP+TP on meshes of two or more dims.
 std::vector<BaselineKind> baseline_kinds(const dist::DeviceMesh& mesh);
 
-// ValueError when the kind does not apply to the mesh (FSDP+TP on a 1-D mesh) or the options name
+// ValueError when the kind does not apply to the mesh (FSDP+TP on a 1-D mesh, Imported) or the options name
 // mesh dims out of range or the same dim twice.
 Baseline make_baseline(BaselineKind kind, const JointProgram& program, const PlanProblem& plan,
                        const BaselineOptions& options = {});

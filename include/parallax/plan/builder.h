@@ -41,6 +41,10 @@
 //     costs nothing), live from the node to the last use of any output (a view's uses extend
 //     its base's life). A forward output stays live to the end of the step; a parameter's
 //     gradient does not (the parameter's node holds its redistributed copy).
+//   The problem's usages hold each parameter's gradient for the whole step: a linear, safe
+//   bound the solvers check the budget against. A rank holds a gradient only from the node that
+//   makes it on (lowering moves it to its parameter's placement there), so the peak a plan
+//   predicts (predicted_peak) counts it from that step, which is what the executor measures.
 // Time steps: step 0 holds the graph inputs, step i + 1 graph node i; the problem's intervals
 // are these steps, compressed under clustering (below).
 //
@@ -165,6 +169,9 @@ struct PlanNode {
   // Input nodes: what the graph input is (Param, Buffer, UserInput, Tangent, SubclassInner).
   InputDescriptor::Kind input_kind = InputDescriptor::Kind::UserInput;
   bool has_gradient = false;  // Input nodes of parameters: a gradient output exists
+  // Input nodes with a gradient: per member, the (compressed) time step from which its gradient
+  // exists; predicted_peak counts the gradient from there on.
+  std::vector<int64_t> gradient_from;
 };
 
 // A set of identical layers: the list's path ("layers"), the layer indices, the first the
@@ -211,6 +218,16 @@ struct DecodedPlan {
 
 // ValueError for a choice of the wrong length or a strategy index out of range.
 DecodedPlan decode(const PlanProblem& plan, const Choice& choice);
+
+// The memory a rank holds under a choice, each parameter's gradient counted from the step that
+// makes it (see "Memory"): its peak, where, and what of it is parameters with their gradients
+// and optimizer states. ValueError for a choice of the wrong length.
+struct PredictedPeak {
+  double bytes = 0;
+  int64_t step = 0;
+  double parameter_bytes = 0;  // at the peak
+};
+PredictedPeak predicted_peak(const PlanProblem& plan, const Choice& choice);
 
 // The index of the strategy of graph input `input`'s node with these placements; nullopt when
 // there is none (a shard that would leave a rank empty). ValueError for an input out of range.

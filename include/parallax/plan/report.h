@@ -23,12 +23,17 @@
 namespace px::plan {
 
 struct ParameterRow {
-  std::string name;  // canonical fqn
+  int64_t input = 0;  // graph input index
+  std::string name;   // canonical fqn
   TensorMeta meta;
   std::vector<Placement> placements;
   double share = 1;        // parameter_share: its bytes per device over its full size
   double local_bytes = 0;  // the largest shard
   double state_bytes = 0;  // per device: the shard with its gradient and optimizer states
+  // Per step, the collectives that move it (or a value made from it alone: its cast to the compute
+  // dtype, a view) to its readers and its gradient back to it; filled by make_report.
+  double communication_seconds = 0;
+  double communication_bytes = 0;
 };
 
 struct CollectiveRow {
@@ -40,10 +45,13 @@ struct CollectiveRow {
 };
 
 struct MemoryBreakdown {
-  double peak_bytes = 0;         // per device (the largest shards)
-  int64_t peak_step = 0;         // a problem time step where it is reached
+  double peak_bytes = 0;  // per device (the largest shards): predicted_peak (builder.h)
+  int64_t peak_step = 0;  // a problem time step where it is reached
+  // The peak the memory budget is checked against (the problem's usages: every gradient held for
+  // the whole step); at least peak_bytes.
+  double budget_check_bytes = 0;
   std::string peak_at;           // what runs then: "linear @model.layers.0.attention.wq (forward)"
-  double parameter_bytes = 0;    // at the peak: parameters with their gradients and optimizer states
+  double parameter_bytes = 0;    // at the peak: parameters with their optimizer states and the gradients made so far
   double other_input_bytes = 0;  // at the peak: user inputs, buffers, tangents
   double activation_bytes = 0;   // at the peak: graph node outputs
   std::optional<double> budget;
@@ -53,11 +61,11 @@ struct MemoryBreakdown {
 // Activation checkpointing in one set of identical layers: what each layer keeps for the
 // backward and what it recomputes there, and what that saves and costs for the whole set.
 struct CheckpointRow {
-  std::string layers;                    // "model.layers x32"
-  std::vector<std::string> recomputed;   // "silu @feed_forward", ... (one layer's nodes, graph order)
-  int64_t kept = 0;                      // candidates kept
-  double bytes_saved = 0;                // per device, held less at the start of the backward
-  double seconds_added = 0;              // per step: the recomputation and the transfers into it
+  std::string layers;                   // "model.layers x32"
+  std::vector<std::string> recomputed;  // "silu @feed_forward", ... (one layer's nodes, graph order)
+  int64_t kept = 0;                     // candidates kept
+  double bytes_saved = 0;               // per device, held less at the start of the backward
+  double seconds_added = 0;             // per step: the recomputation and the transfers into it
 };
 
 struct PlanReport {
@@ -67,7 +75,7 @@ struct PlanReport {
   double communication_seconds = 0;
   MemoryBreakdown memory;
   std::vector<ParameterRow> parameters;
-  std::vector<CollectiveRow> collectives;  // by kind and mesh dim, the most seconds first
+  std::vector<CollectiveRow> collectives;    // by kind and mesh dim, the most seconds first
   std::vector<CheckpointRow> checkpointing;  // per layer group with candidates (empty: no checkpointing)
   std::vector<std::string> notes;
 };
@@ -76,6 +84,9 @@ std::vector<ParameterRow> parameter_table(const JointProgram& program, const Pla
                                           const ShardingPlan& sharding);
 std::vector<CollectiveRow> collectives(const JointProgram& program, const PlanProblem& plan,
                                        const ShardingPlan& sharding);
+// Fills the rows' communication_seconds and communication_bytes.
+void add_parameter_communication(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding,
+                                 std::vector<ParameterRow>& rows);
 MemoryBreakdown memory_breakdown(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding);
 // Per layer group, the plan's activation checkpointing (plan/builder.h): empty when the problem
 // was built with Checkpointing::None.
@@ -89,6 +100,11 @@ std::string format_report(const PlanReport& report, size_t max_parameters = 0);
 // One line per plan: label, step time, compute, communication, peak memory, and the ratio to the
 // first plan's step time (the solver's, printed next to the baselines).
 std::string format_comparison(const std::vector<PlanReport>& reports);
+// Two plans of the same program in words: the time and memory each spends, then, per parameter
+// group placed differently (one line for the layers of a repeated stack), where each plan puts it,
+// what it holds per device and what its collectives cost per step; then the collectives that
+// differ by kind and mesh dim. `mesh` names the dims. Both reports need their parameter tables.
+std::string format_difference(const PlanReport& ours, const PlanReport& theirs, const dist::DeviceMesh& mesh);
 
 // explain(): the chosen strategy of one problem node against its alternatives, each priced by
 // changing that node alone (every other node keeps its strategy): its own cost (compute plus
