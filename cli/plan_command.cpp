@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -119,6 +120,12 @@ int run_plan(const PlanArguments& args) {
                   << " ms   " << std::flush;
       };
     }
+    // The baselines solve beside the solver's plan (they are independent problems).
+    std::future<std::vector<plan::BaselineResult>> baselines;
+    if (args.baselines) {
+      baselines = std::async(std::launch::async,
+                             [&] { return plan::solve_baselines(program, problem, constraints, solve_options); });
+    }
     const plan::ShardingPlan solved = plan::solve_plan(program, problem, constraints, solve_options);
     if (args.progress) std::cerr << std::endl;
     const double plan_s = seconds_since(start);
@@ -149,7 +156,7 @@ int run_plan(const PlanArguments& args) {
     if (args.baselines || !imports.empty()) {
       reports.insert(reports.end(), imported_reports.begin(), imported_reports.end());
       if (args.baselines) {
-        for (const plan::BaselineResult& result : plan::solve_baselines(program, problem, constraints, solve_options)) {
+        for (const plan::BaselineResult& result : baselines.get()) {
           if (result.plan) {
             reports.push_back(plan::make_report(program, problem, *result.plan));
           } else {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <future>
 #include <set>
 #include <string_view>
 
@@ -222,8 +223,9 @@ Baseline make_baseline(BaselineKind kind, const JointProgram& program, const Pla
 std::vector<BaselineResult> solve_baselines(const JointProgram& program, const PlanProblem& plan,
                                             const PlanConstraints& common, const SolveOptions& options,
                                             const BaselineOptions& baseline_options) {
-  std::vector<BaselineResult> results;
-  for (BaselineKind kind : baseline_kinds(plan.mesh)) {
+  SolveOptions quiet = options;
+  quiet.on_progress = nullptr;  // progress is the solver's plan's; these run beside it
+  auto solve_one = [&](BaselineKind kind) {
     BaselineResult result;
     result.baseline = make_baseline(kind, program, plan, baseline_options);
     PlanConstraints constraints = result.baseline.constraints;
@@ -234,13 +236,20 @@ std::vector<BaselineResult> solve_baselines(const JointProgram& program, const P
     constraints.outputs = common.outputs;
     constraints.nodes = common.nodes;
     try {
-      result.plan = solve_plan(program, plan, constraints, options, result.baseline.name);
+      result.plan = solve_plan(program, plan, constraints, quiet, result.baseline.name);
       for (const std::string& note : result.baseline.notes) result.plan->notes.push_back(note);
     } catch (const InfeasiblePlan& error) {
       result.error = error.what();
     }
-    results.push_back(std::move(result));
-  }
+    return result;
+  };
+  // Independent problems: each on its own thread (every solver is deterministic for its seed,
+  // whatever else runs), results in the kinds' order.
+  std::vector<std::future<BaselineResult>> pending;
+  for (BaselineKind kind : baseline_kinds(plan.mesh))
+    pending.push_back(std::async(std::launch::async, solve_one, kind));
+  std::vector<BaselineResult> results;
+  for (auto& result : pending) results.push_back(result.get());
   return results;
 }
 

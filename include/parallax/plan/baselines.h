@@ -70,7 +70,8 @@ struct BaselineResult {
 };
 
 // Every baseline that applies to the mesh, each with `common`'s constraints added (a memory
-// budget, a placement the user requires), solved for its free nodes.
+// budget, a placement the user requires), solved for its free nodes; each on its own thread
+// (options.on_progress is not called), the results in baseline_kinds' order.
 std::vector<BaselineResult> solve_baselines(const JointProgram& program, const PlanProblem& plan,
                                             const PlanConstraints& common = {}, const SolveOptions& options = {},
                                             const BaselineOptions& baseline_options = {});
