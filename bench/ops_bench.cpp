@@ -2,7 +2,8 @@
 //   - matmul through the op (dispatcher + kernel) vs cblas_sgemm called directly, 1 BLAS thread;
 //   - memory-bound ops (add, gelu, softmax, layer_norm) on 16 MiB float32 tensors vs memcpy,
 //     add, gelu and contiguous() also on a transposed (strided) operand; mean and sum
-//     over rows and over the first dim (bytes moved: the input read).
+//     over rows and over the first dim (bytes moved: the input read);
+//   - fused causal attention forward + backward at GPT shapes, in GFLOP/s of its GEMMs.
 // Bytes moved = bytes read + bytes written, for the ops and for memcpy alike.
 // Run: build/bench/ops_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //        --benchmark_report_aggregates_only=true   (interleaving: see docs/benchmarks.md, run 3)
@@ -10,6 +11,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -151,6 +153,37 @@ void BM_layer_norm(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * kBytes16MiB);
 }
 BENCHMARK(BM_layer_norm)->UseRealTime();
+
+// Causal attention forward + backward on [batch 8, heads H, T, 64] float32 (the GPT shapes of
+// issue 19: dim 256 = 4 heads, dim 768 = 12 heads, T 128 and 512), the fused op pair, 1 BLAS
+// thread. GFLOP/s counts the GEMMs as the kernels run them (the backward recomputes the scores):
+// 2·(2·64) flops per score forward and 2·(5·64) backward, over the scores a causal block computes
+// (each block of 64 queries stops at its last query's key); compare with BM_cblas_sgemm.
+void BM_attention(benchmark::State& state) {
+  const int64_t heads = state.range(0), t = state.range(1), d = 64;
+  px::kernels::set_blas_threads(1);
+  const px::Shape shape{8, heads, t, d};
+  px::Tensor q = filled(shape, 0.01f), k = filled(shape, 0.02f), v = filled(shape, 0.03f), g = filled(shape, 0.04f);
+  const px::Attrs attrs{{"causal", true}};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(px::call1("scaled_dot_product_attention", {q, k, v}, attrs));
+    benchmark::DoNotOptimize(px::call("scaled_dot_product_attention_backward", {q, k, v, g}, attrs));
+  }
+  // Scores the causal kernel computes: each block of 64 queries stops at its last query's key.
+  double pairs = 0;
+  for (int64_t i0 = 0; i0 < t; i0 += 64)
+    pairs += static_cast<double>(std::min<int64_t>(64, t - i0) * std::min(t, i0 + 64));
+  const double scores = 8.0 * static_cast<double>(heads) * pairs;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(scores * 2 * (2 * d) + scores * 2 * (5 * d), benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
+}
+void attention_sizes(benchmark::internal::Benchmark* b) {
+  for (int64_t heads : {4, 12}) {
+    for (int64_t t : {128, 512}) b->Args({heads, t});
+  }
+}
+BENCHMARK(BM_attention)->Apply(attention_sizes)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

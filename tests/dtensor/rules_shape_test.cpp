@@ -120,6 +120,35 @@ TEST(ShapeRules, AttentionBatchQueriesAndValues) {
                   "R, R, S(3) -> S(3)", "R, R, P(sum) -> P(sum)", "R, R, P(avg) -> P(avg)"}));
 }
 
+TEST(ShapeRules, AttentionBackwardFollowsTheForward) {
+  // grad placed as the forward's output; an operand replicated where the others split gets a
+  // partial gradient (q's broadcast head dim, k and v under split queries, q and k under split values).
+  EXPECT_EQ(strs(rule("scaled_dot_product_attention_backward",
+                      {f64({2, 1, 3, 4}), f64({2, 2, 5, 4}), f64({2, 2, 5, 6}), f64({2, 2, 3, 6})}, {})),
+            (Strs{"R, R, R, R -> R, R, R", "S(0), S(0), S(0), S(0) -> S(0), S(0), S(0)",
+                  "R, S(1), S(1), S(1) -> P(sum), S(1), S(1)", "S(2), R, R, S(2) -> S(2), P(sum), P(sum)",
+                  "R, R, S(3), S(3) -> P(sum), P(sum), S(3)"}));
+}
+
+// The planner checks strategies on meta tensors through the local facets: the fused float32
+// kernels must not hide the causal query split there (a rank's block of queries numbered globally).
+TEST(ShapeRules, CausalQuerySplitIsSoundOnMetaFloat32) {
+  const DeviceMesh mesh({4});
+  const TensorMeta q{{2, 4, 64, 16}, DType::Float32};
+  const Attrs causal{{"causal", true}};
+  auto offers_query_split = [&](std::string_view op, const std::vector<TensorMeta>& inputs) {
+    for (const NdStrategy& strategy : expand_strategies(builtin_registry().get(op), inputs, causal, mesh)) {
+      if (strategy.inputs[0] == std::vector<Placement>{Shard{2}} &&
+          strategy.inputs[1] == std::vector<Placement>{Replicate{}}) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(offers_query_split("scaled_dot_product_attention", {q, q, q}));
+  EXPECT_TRUE(offers_query_split("scaled_dot_product_attention_backward", {q, q, q, q}));
+}
+
 TEST(ShapeRules, ViewDimMap) {
   using defs::view_dim_map;
   using Map = std::vector<int64_t>;

@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ops/nn_test_helpers.h"
 #include "parallax/ops/dispatch.h"
+#include "parallax/ops/elementwise.h"
+#include "parallax/ops/factory.h"
+#include "parallax/ops/linalg.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/reduction.h"
 #include "support/test_util.h"
 
 namespace px {
@@ -42,7 +47,7 @@ std::vector<double> attention_reference(const Tensor& q, const Tensor& k, const 
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t i = 0; i < fq.t; ++i) {
       std::vector<double> p(fk.t, 0.0);
-      double max = -INFINITY, total = 0;
+      double max = -std::numeric_limits<double>::infinity(), total = 0;
       for (int64_t j = 0; j < fk.t; ++j) {
         if (causal && j > i) continue;
         for (int64_t e = 0; e < fq.d; ++e) p[j] += fq.at(b, i, e) * fk.at(b, j, e) * scale;
@@ -117,6 +122,61 @@ TEST(NnAttention, VjpMatchesFiniteDifferences) {
   Tensor kb = random_tensor({1, 5, 4}, DType::Float64, 18);
   Tensor vb = non_contiguous(random_tensor({1, 5, 3}, DType::Float64, 19));
   EXPECT_TRUE(check_vjp("scaled_dot_product_attention", {q, kb, vb}, {{"causal", true}}));
+}
+
+// The backward op (the fused kernel in float32 and float64) against the same gradients from the
+// forward's own VJP formula written with ops, in float64 with 3 query blocks of the kernel and a
+// causal limit inside each.
+std::vector<Tensor> composed_gradients(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, bool causal,
+                                       double scale) {
+  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
+  if (causal) {
+    Tensor keys = arange(static_cast<double>(k.size(-2))).reshape({1, k.size(-2)});
+    Tensor queries = arange(static_cast<double>(q.size(-2))).reshape({q.size(-2), 1});
+    scores = where(le(keys, queries), scores, full({}, -std::numeric_limits<double>::infinity(), scores.dtype()));
+  }
+  Tensor p = softmax(scores, -1);
+  Tensor dp = matmul(g, v.transpose(-2, -1));
+  Tensor ds = p * (dp - sum(dp * p, {-1}, true)) * scale;
+  return {matmul(ds, k), matmul(ds.transpose(-2, -1), q), matmul(p.transpose(-2, -1), g)};
+}
+
+TEST(NnAttention, FusedBackwardMatchesTheComposedGradients) {
+  for (DType dtype : {DType::Float64, DType::Float32}) {
+    Tensor q = random_tensor({2, 150, 8}, dtype, 20);
+    Tensor k = random_tensor({2, 150, 8}, dtype, 21);
+    Tensor v = random_tensor({2, 150, 5}, dtype, 22);
+    Tensor g = random_tensor({2, 150, 5}, dtype, 23);
+    for (bool causal : {false, true}) {
+      std::vector<Tensor> fused =
+          call("scaled_dot_product_attention_backward", {q, k, v, g}, {{"causal", causal}, {"scale", 0.4}});
+      std::vector<Tensor> composed = composed_gradients(q, k, v, g, causal, 0.4);
+      const double tolerance = dtype == DType::Float64 ? 1e-12 : 1e-4;
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_TRUE(all_close(fused[i], composed[i], tolerance, tolerance)) << "gradient " << i << " causal " << causal;
+      }
+    }
+  }
+}
+
+TEST(NnAttention, BackwardInBf16ComposesAndIsNotDifferentiable) {
+  Tensor q = random_tensor({2, 6, 4}, DType::Float64, 24);
+  Tensor k = random_tensor({2, 6, 4}, DType::Float64, 25);
+  Tensor v = random_tensor({2, 6, 4}, DType::Float64, 26);
+  Tensor g = random_tensor({2, 6, 4}, DType::Float64, 27);
+  std::vector<Tensor> exact = call("scaled_dot_product_attention_backward", {q, k, v, g}, {{"causal", true}});
+  std::vector<Tensor> bf16 = call(
+      "scaled_dot_product_attention_backward",
+      {q.to(DType::BFloat16), k.to(DType::BFloat16), v.to(DType::BFloat16), g.to(DType::BFloat16)}, {{"causal", true}});
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(bf16[i].dtype(), DType::BFloat16);
+    EXPECT_TRUE(all_close(bf16[i].to(DType::Float64), exact[i], 0.05, 0.05)) << "gradient " << i;
+  }
+  const std::string message = thrown_message<ShapeError>([&] {
+    call("scaled_dot_product_attention_backward", {q, k, v, q.narrow(-1, 0, 3)});
+  });
+  EXPECT_TRUE(mentions(message, {"scaled_dot_product_attention_backward", "grad f64[2,6,3]", "f64[2,6,4]"})) << message;
+  EXPECT_FALSE(builtin_registry().get("scaled_dot_product_attention_backward").vjp);
 }
 
 TEST(NnAttention, CostCountsBothGemms) {

@@ -82,6 +82,36 @@ std::vector<OpSample> attention_samples() {
        {{"causal", true}, {"scale", 0.3}},
        true,
        "broadcast_batch_causal"},
+      // Longer than the fused kernel's query block (64): several blocks, the causal limit per block.
+      {op,
+       {rand64({1, 70, 4}, 59), rand64({1, 70, 4}, 63), rand64({1, 70, 3}, 64)},
+       {{"causal", true}},
+       true,
+       "blocks"},
+  };
+}
+
+// The VJP of attention as one op; not differentiable itself (second derivatives of fused
+// attention are not defined, as in PyTorch).
+std::vector<OpSample> attention_backward_samples() {
+  const char* op = "scaled_dot_product_attention_backward";
+  return {
+      {op,
+       {rand64({2, 3, 4}, 65), rand64({2, 5, 4}, 66), rand64({2, 5, 6}, 67), rand64({2, 3, 6}, 68)},
+       {},
+       false,
+       "plain"},
+      {op,
+       {rand64({2, 2, 3, 4}, 69), rand64({1, 2, 5, 4}, 70), rand64({2, 1, 5, 3}, 71), rand64({2, 2, 3, 3}, 72)},
+       {{"causal", true}, {"scale", 0.3}},
+       false,
+       "broadcast_batch_causal"},
+      {op,
+       {random_tensor({2, 70, 8}, DType::Float32, 73), random_tensor({2, 70, 8}, DType::Float32, 74),
+        random_tensor({2, 70, 8}, DType::Float32, 75), random_tensor({2, 70, 8}, DType::Float32, 76)},
+       {{"causal", true}},
+       false,
+       "f32_blocks"},
   };
 }
 
@@ -101,8 +131,8 @@ std::vector<OpSample> rope_dropout_samples() {
 
 std::vector<OpSample> nn_samples() {
   std::vector<OpSample> all;
-  for (auto family :
-       {softmax_samples, norm_samples, index_samples, loss_samples, attention_samples, rope_dropout_samples}) {
+  for (auto family : {softmax_samples, norm_samples, index_samples, loss_samples, attention_samples,
+                      attention_backward_samples, rope_dropout_samples}) {
     for (OpSample& sample : family()) all.push_back(std::move(sample));
   }
   return all;

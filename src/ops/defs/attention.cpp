@@ -1,18 +1,26 @@
-// scaled_dot_product_attention: softmax(q kᵀ * scale [+ causal mask]) v, with
-// batch dims broadcast. The kernel is a composition of ops (matmul, softmax,
-// where), which already run as BLAS GEMMs and fused row kernels; the VJP
-// recomputes the probabilities rather than storing them.
+// scaled_dot_product_attention: softmax(q kᵀ * scale [+ causal mask]) v, with batch dims
+// broadcast, and scaled_dot_product_attention_backward, its VJP as one op. In float32 and
+// float64 both run the fused kernels of kernels/attention.h (tiled by query blocks: no [Tq, Tk]
+// matrix is kept, the backward recomputes the probabilities block by block); bfloat16 composes
+// ops (matmul, softmax, where). Gradients of the backward (second derivatives) are not
+// defined, as for PyTorch's fused attention.
 
+#include "parallax/kernels/attention.h"
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "ops/defs/common.h"
 #include "ops/defs/nn_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/dispatch.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/linalg.h"
 #include "parallax/ops/nn.h"
 #include "parallax/ops/reduction.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 namespace defs {
@@ -20,6 +28,7 @@ namespace defs {
 namespace {
 
 constexpr std::string_view kOp = "scaled_dot_product_attention";
+constexpr std::string_view kBackwardOp = "scaled_dot_product_attention_backward";
 
 struct AttentionDims {
   Shape batch;  // broadcast batch dims of q, k and v
@@ -90,7 +99,63 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Attrs& attrs, int
   return softmax(scores, -1);
 }
 
+// The fused kernels take dense float32 or float64 buffers; meta tensors (the sharding rules'
+// soundness check runs the local facets on them) and bfloat16 take the composed ops.
+bool fused(const std::vector<Tensor>& inputs) {
+  const DType dtype = inputs[0].dtype();
+  if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+  return std::all_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.is_dense(); });
+}
+
+// q, k and v expanded to their common batch dims and made contiguous (a no-op for the usual
+// [B, H, T, D] operands), with the kernels' shape.
+struct FusedOperands {
+  Tensor q, k, v;
+  kernels::AttentionShape shape;
+  Shape batch;
+};
+
+FusedOperands fused_operands(const Tensor& q, const Tensor& k, const Tensor& v, const Attrs& attrs,
+                             int64_t first_query) {
+  const AttentionDims dims = attention_dims({q.meta_info(), k.meta_info(), v.meta_info()});
+  auto whole = [&](const Tensor& t) {
+    Shape shape = dims.batch;
+    shape.push_back(t.size(-2));
+    shape.push_back(t.size(-1));
+    return expand(t, shape).contiguous();
+  };
+  FusedOperands operands{whole(q), whole(k), whole(v), {}, dims.batch};
+  operands.shape = {numel(dims.batch),
+                    dims.tq,
+                    dims.tk,
+                    dims.d,
+                    dims.dv,
+                    effective_scale(q, attrs),
+                    attr_bool_or(attrs, "causal", false),
+                    first_query};
+  return operands;
+}
+
+Shape with_matrix(Shape batch, int64_t rows, int64_t cols) {
+  batch.push_back(rows);
+  batch.push_back(cols);
+  return batch;
+}
+
+Tensor fused_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Attrs& attrs, int64_t first_query) {
+  const FusedOperands in = fused_operands(q, k, v, attrs, first_query);
+  Tensor out = Tensor::empty(with_matrix(in.batch, in.shape.tq, in.shape.dv), q.dtype());
+  if (q.dtype() == DType::Float32) {
+    kernels::attention_forward(in.q.data<float>(), in.k.data<float>(), in.v.data<float>(), out.data<float>(), in.shape);
+  } else {
+    kernels::attention_forward(in.q.data<double>(), in.k.data<double>(), in.v.data<double>(), out.data<double>(),
+                               in.shape);
+  }
+  return out;
+}
+
 std::vector<Tensor> run_attention(const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  if (fused(inputs)) return {fused_forward(inputs[0], inputs[1], inputs[2], attrs, 0)};
   return {matmul(attention_probs(inputs[0], inputs[1], attrs), inputs[2])};
 }
 
@@ -125,23 +190,117 @@ LocalResult attention_local(const std::vector<Tensor>& inputs, const Attrs& attr
   }
   Attrs filled = attrs;
   if (!filled.has("scale")) filled.set("scale", 0.0);
-  Tensor probs = attention_probs(inputs[0], inputs[1], filled, ctx.input_offsets[0][query_dim]);
+  const int64_t first_query = ctx.input_offsets[0][query_dim];
+  if (fused(inputs)) return {{fused_forward(inputs[0], inputs[1], inputs[2], filled, first_query)}, {}};
+  Tensor probs = attention_probs(inputs[0], inputs[1], filled, first_query);
   return {{matmul(probs, inputs[2])}, {}};
 }
 
 // With P = softmax(S), S = q kᵀ * scale, out = P v:
 // dv = Pᵀ g, dS = P * (g vᵀ - rowsum(g vᵀ * P)) * scale, dq = dS k, dk = dSᵀ q.
-std::vector<Tensor> vjp_attention(const VjpContext& ctx) {
-  const Tensor& g = ctx.grad_outputs[0];
-  if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
-  const Tensor &q = ctx.inputs[0], &k = ctx.inputs[1], &v = ctx.inputs[2];
-  Tensor probs = attention_probs(q, k, ctx.attrs);
+std::vector<Tensor> composed_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                                      const Attrs& attrs, int64_t first_query) {
+  Tensor probs = attention_probs(q, k, attrs, first_query);
   Tensor dv = matmul(transpose_last(probs), g);
   Tensor dprobs = matmul(g, transpose_last(v));
-  Tensor dscores = probs * (dprobs - sum(dprobs * probs, {-1}, /*keepdim=*/true)) * effective_scale(q, ctx.attrs);
+  Tensor dscores = probs * (dprobs - sum(dprobs * probs, {-1}, /*keepdim=*/true)) * effective_scale(q, attrs);
   Tensor dq = matmul(dscores, k);
   Tensor dk = matmul(transpose_last(dscores), q);
   return {sum_to_shape(dq, q.shape()), sum_to_shape(dk, k.shape()), sum_to_shape(dv, v.shape())};
+}
+
+std::vector<Tensor> fused_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                                   const Attrs& attrs, int64_t first_query) {
+  const FusedOperands in = fused_operands(q, k, v, attrs, first_query);
+  const Tensor grad = g.contiguous();
+  Tensor dq = Tensor::empty(in.q.shape(), q.dtype());
+  Tensor dk = Tensor::empty(in.k.shape(), q.dtype());
+  Tensor dv = Tensor::empty(in.v.shape(), q.dtype());
+  if (q.dtype() == DType::Float32) {
+    kernels::attention_backward(in.q.data<float>(), in.k.data<float>(), in.v.data<float>(), grad.data<float>(),
+                                dq.data<float>(), dk.data<float>(), dv.data<float>(), in.shape);
+  } else {
+    kernels::attention_backward(in.q.data<double>(), in.k.data<double>(), in.v.data<double>(), grad.data<double>(),
+                                dq.data<double>(), dk.data<double>(), dv.data<double>(), in.shape);
+  }
+  // Operands that broadcast a batch dim get the sum over it.
+  return {sum_to_shape(dq, q.shape()), sum_to_shape(dk, k.shape()), sum_to_shape(dv, v.shape())};
+}
+
+std::vector<Tensor> attention_backward(const std::vector<Tensor>& in, const Attrs& attrs, int64_t first_query) {
+  if (fused(in)) return fused_backward(in[0], in[1], in[2], in[3], attrs, first_query);
+  return composed_backward(in[0], in[1], in[2], in[3], attrs, first_query);
+}
+
+std::vector<Tensor> vjp_attention(const VjpContext& ctx) {
+  const Tensor& g = ctx.grad_outputs[0];
+  if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
+  return call(std::string(kBackwardOp), {ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], g}, ctx.attrs);
+}
+
+// --- scaled_dot_product_attention_backward(q, k, v, grad) -> (dq, dk, dv) ---
+
+std::vector<TensorMeta> infer_attention_backward(const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
+  const std::vector<TensorMeta> forward(inputs.begin(), inputs.begin() + 3);
+  const TensorMeta out = infer_attention(forward, attrs)[0];
+  if (inputs[3].shape != out.shape || inputs[3].dtype != out.dtype) {
+    throw ShapeError(std::string(kBackwardOp) + ": grad " + inputs[3].str() + " must be the forward's output " +
+                     out.str());
+  }
+  return forward;
+}
+
+std::vector<Tensor> run_attention_backward(const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  return attention_backward(inputs, attrs, 0);
+}
+
+// The forward's strategies with grad placed as the output: a batch dim split alike (an operand
+// that broadcasts it gets a partial gradient); queries split (k and v read whole, their
+// gradients partial sums over the query blocks); v's value dim split (q's and k's gradients
+// partial over it).
+std::vector<ShardingStrategy> attention_backward_rule(const std::vector<TensorMeta>& in, const Attrs&) {
+  const std::vector<TensorMeta> forward(in.begin(), in.begin() + 3);
+  AttentionDims dims = attention_dims(forward);
+  auto batch_rank = static_cast<int64_t>(dims.batch.size());
+  StrategyList list(4, 3);
+  const Placement sum = partial(ReduceOp::Sum);
+  for (int64_t i = 0; i < batch_rank; ++i) {
+    std::vector<Placement> inputs;
+    std::vector<Placement> grads;
+    bool any = false;
+    for (const TensorMeta& meta : forward) {
+      inputs.push_back(batch_operand_placement(meta, meta.ndim() - 2, batch_rank, i, dims.batch[i]));
+      any = any || inputs.back() != rep();
+    }
+    if (!any) continue;
+    for (const Placement& placement : inputs) grads.push_back(placement == rep() ? sum : placement);
+    inputs.push_back(shard(i));
+    list.add(std::move(inputs), std::move(grads));
+  }
+  list.add({shard(in[0].ndim() - 2), rep(), rep(), shard(batch_rank)}, {shard(in[0].ndim() - 2), sum, sum});
+  list.add({rep(), rep(), shard(in[2].ndim() - 1), shard(batch_rank + 1)}, {sum, sum, shard(in[2].ndim() - 1)});
+  return list.take();
+}
+
+LocalResult attention_backward_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
+  int64_t query_dim = inputs[0].dim() - 2;
+  if (!attr_bool_or(attrs, "causal", false) || !sharded_on(ctx.input_placements[0], query_dim)) {
+    return {call(std::string(kBackwardOp), inputs, attrs), {}};
+  }
+  Attrs filled = attrs;
+  if (!filled.has("scale")) filled.set("scale", 0.0);
+  return {attention_backward(inputs, filled, ctx.input_offsets[0][query_dim]), {}};
+}
+
+// Recomputing the scores and the four gradient GEMMs: 2·(3·D + 2·Dv) flops per score, plus the
+// softmax and its gradient.
+OpCost cost_attention_backward(const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs,
+                               const Attrs&) {
+  AttentionDims dims = attention_dims({inputs[0], inputs[1], inputs[2]});
+  double scores = static_cast<double>(numel(dims.batch)) * static_cast<double>(dims.tq) * static_cast<double>(dims.tk);
+  OpCost cost = elementwise_cost(inputs, outputs, 0);
+  cost.flops = scores * (2.0 * static_cast<double>(3 * dims.d + 2 * dims.dv) + 10.0);
+  return cost;
 }
 
 // Two GEMMs (2·Tq·Tk·D and 2·Tq·Tk·Dv flops per batch entry) plus ~5 flops per score for the softmax.
@@ -167,6 +326,20 @@ OpDef def_scaled_dot_product_attention() {
   def.cost = cost_attention;
   def.sharding = attention_rule;
   def.local = attention_local;
+  def.traits.matmul_like = true;
+  return def;
+}
+
+OpDef def_scaled_dot_product_attention_backward() {
+  OpDef def;
+  def.name = std::string(kBackwardOp);
+  def.inputs = {{"q"}, {"k"}, {"v"}, {"grad"}};
+  def.attrs = {{"causal", AttrType::Bool, false}, {"scale", AttrType::Float, 0.0}};
+  def.infer = infer_attention_backward;
+  def.kernel = run_attention_backward;
+  def.cost = cost_attention_backward;
+  def.sharding = attention_backward_rule;
+  def.local = attention_backward_local;
   def.traits.matmul_like = true;
   return def;
 }

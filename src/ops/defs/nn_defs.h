@@ -21,6 +21,7 @@ OpDef def_one_hot();
 OpDef def_nll_loss();
 OpDef def_cross_entropy();
 OpDef def_scaled_dot_product_attention();
+OpDef def_scaled_dot_product_attention_backward();
 OpDef def_rope();
 OpDef def_dropout();
 

@@ -14,6 +14,7 @@ void register_nn_ops(Registry& registry) {
   registry.add(def_nll_loss());
   registry.add(def_cross_entropy());
   registry.add(def_scaled_dot_product_attention());
+  registry.add(def_scaled_dot_product_attention_backward());
   registry.add(def_rope());
   registry.add(def_dropout());
 }

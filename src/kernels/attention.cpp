@@ -1,0 +1,140 @@
+// Fused attention, tiled by query blocks (see kernels/attention.h).
+
+#include "parallax/kernels/attention.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "parallax/kernels/gemm.h"
+#include "parallax/kernels/softmax.h"
+
+namespace px::kernels {
+
+namespace {
+
+// Queries per block: the scratch is a few [block, Tk] matrices (at Tk 8192 and float32, 2 MB
+// each), and a block of 64 rows keeps the GEMMs large enough for OpenBLAS's kernels.
+constexpr int64_t kQueryBlock = 64;
+
+MatrixLayout row_major(int64_t rows, int64_t cols, int64_t ld) { return {rows, cols, ld, 1}; }
+// The transpose of a row-major rows x cols matrix with leading dim ld, read in place.
+MatrixLayout transposed(int64_t rows, int64_t cols, int64_t ld) { return {cols, rows, 1, ld}; }
+
+// The keys the block of queries [i0, i1) sees: all of them, or under a causal mask up to the last
+// query's own position.
+int64_t keys_seen(const AttentionShape& s, int64_t i1) {
+  return s.causal ? std::clamp<int64_t>(s.first_query + i1, 0, s.tk) : s.tk;
+}
+
+// P [rows, keys] = softmax(scale · Q_blk K[:keys]ᵀ), the keys after each query's own position
+// hidden under a causal mask (every query sees at least key 0); `scores` is scratch.
+template <class T>
+void block_probabilities(const T* q_blk, const T* k, int64_t rows, int64_t i0, int64_t keys, const AttentionShape& s,
+                         T* scores, T* probs) {
+  gemm(q_blk, row_major(rows, s.d, s.d), k, transposed(keys, s.d, s.d), scores, keys);
+  const T scale = static_cast<T>(s.scale);
+  const T hidden = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = scores + r * keys;
+    // Keys after the query's own position are hidden (a causal block's first rows see fewer).
+    const int64_t seen = s.causal ? std::clamp<int64_t>(s.first_query + i0 + r + 1, 0, keys) : keys;
+    for (int64_t j = 0; j < seen; ++j) row[j] *= scale;
+    for (int64_t j = seen; j < keys; ++j) row[j] = hidden;
+  }
+  softmax(scores, probs, rows, keys, 1);
+}
+
+// Calls visit(b, i0, rows, keys) for every batch entry b and block of queries [i0, i0 + rows)
+// that sees `keys` > 0 keys, and unseen(b, i0, rows) for a block that sees none.
+template <class Visit, class Unseen>
+void for_each_block(const AttentionShape& s, Visit&& visit, Unseen&& unseen) {
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t i0 = 0; i0 < s.tq; i0 += kQueryBlock) {
+      const int64_t rows = std::min(kQueryBlock, s.tq - i0);
+      const int64_t keys = keys_seen(s, i0 + rows);
+      if (keys == 0) {
+        unseen(b, i0, rows);
+      } else {
+        visit(b, i0, rows, keys);
+      }
+    }
+  }
+}
+
+template <class T>
+void forward(const T* q, const T* k, const T* v, T* out, const AttentionShape& s) {
+  std::vector<T> scores(static_cast<size_t>(std::min(kQueryBlock, s.tq) * s.tk));
+  std::vector<T> probs(scores.size());
+  for_each_block(
+      s,
+      [&](int64_t b, int64_t i0, int64_t rows, int64_t keys) {
+        block_probabilities(q + (b * s.tq + i0) * s.d, k + b * s.tk * s.d, rows, i0, keys, s, scores.data(),
+                            probs.data());
+        gemm(probs.data(), row_major(rows, keys, keys), v + b * s.tk * s.dv, row_major(keys, s.dv, s.dv),
+             out + (b * s.tq + i0) * s.dv, s.dv);
+      },
+      [&](int64_t b, int64_t i0, int64_t rows) {
+        std::fill(out + (b * s.tq + i0) * s.dv, out + (b * s.tq + i0 + rows) * s.dv, T(0));
+      });
+}
+
+template <class T>
+void backward(const T* q, const T* k, const T* v, const T* g, T* dq, T* dk, T* dv, const AttentionShape& s) {
+  const size_t block = static_cast<size_t>(std::min(kQueryBlock, s.tq) * s.tk);
+  std::vector<T> scores(block), probs(block), dprobs(block);
+  std::fill(dk, dk + s.batch * s.tk * s.d, T(0));
+  std::fill(dv, dv + s.batch * s.tk * s.dv, T(0));
+  const T scale = static_cast<T>(s.scale);
+  for_each_block(
+      s,
+      [&](int64_t b, int64_t i0, int64_t rows, int64_t keys) {
+        const T* q_blk = q + (b * s.tq + i0) * s.d;
+        const T* g_blk = g + (b * s.tq + i0) * s.dv;
+        const T* kb = k + b * s.tk * s.d;
+        const T* vb = v + b * s.tk * s.dv;
+        T* dkb = dk + b * s.tk * s.d;
+        T* dvb = dv + b * s.tk * s.dv;
+        block_probabilities(q_blk, kb, rows, i0, keys, s, scores.data(), probs.data());
+        // dv[:keys] += Pᵀ g_blk; dP = g_blk v[:keys]ᵀ.
+        gemm(probs.data(), transposed(rows, keys, keys), g_blk, row_major(rows, s.dv, s.dv), dvb, s.dv, T(1));
+        gemm(g_blk, row_major(rows, s.dv, s.dv), vb, transposed(keys, s.dv, s.dv), dprobs.data(), keys);
+        // dS = P ∘ (dP − rowsum(P ∘ dP)) · scale, into dprobs.
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* p = probs.data() + r * keys;
+          T* ds = dprobs.data() + r * keys;
+          T dot = 0;
+          for (int64_t j = 0; j < keys; ++j) dot += p[j] * ds[j];
+          for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot) * scale;
+        }
+        // dq_blk = dS k[:keys]; dk[:keys] += dSᵀ q_blk.
+        gemm(dprobs.data(), row_major(rows, keys, keys), kb, row_major(keys, s.d, s.d), dq + (b * s.tq + i0) * s.d,
+             s.d);
+        gemm(dprobs.data(), transposed(rows, keys, keys), q_blk, row_major(rows, s.d, s.d), dkb, s.d, T(1));
+      },
+      [&](int64_t b, int64_t i0, int64_t rows) {
+        std::fill(dq + (b * s.tq + i0) * s.d, dq + (b * s.tq + i0 + rows) * s.d, T(0));
+      });
+}
+
+}  // namespace
+
+template <class T>
+void attention_forward(const T* q, const T* k, const T* v, T* out, const AttentionShape& shape) {
+  forward(q, k, v, out, shape);
+}
+
+template <class T>
+void attention_backward(const T* q, const T* k, const T* v, const T* g, T* dq, T* dk, T* dv,
+                        const AttentionShape& shape) {
+  backward(q, k, v, g, dq, dk, dv, shape);
+}
+
+template void attention_forward<float>(const float*, const float*, const float*, float*, const AttentionShape&);
+template void attention_forward<double>(const double*, const double*, const double*, double*, const AttentionShape&);
+template void attention_backward<float>(const float*, const float*, const float*, const float*, float*, float*, float*,
+                                        const AttentionShape&);
+template void attention_backward<double>(const double*, const double*, const double*, const double*, double*, double*,
+                                         double*, const AttentionShape&);
+
+}  // namespace px::kernels
