@@ -113,6 +113,34 @@ TEST(NnNorm, VjpMatchesFiniteDifferences) {
   EXPECT_TRUE(check_vjp("rms_norm", {x3, w2}, two));
 }
 
+// The backward ops in float32 and bfloat16 (statistics and sums in float32) against float64, rows
+// with a large mean included; float64 itself is checked against finite differences above (the
+// forward's VJP is the backward op).
+TEST(NnNorm, BackwardOpsInLowerPrecisionMatchFloat64) {
+  Tensor x = random_tensor({16, 96}, DType::Float64, 30, 49.0, 51.0);
+  Tensor g = random_tensor({16, 96}, DType::Float64, 31);
+  Tensor w = random_tensor({96}, DType::Float64, 32);
+  for (const char* op : {"layer_norm_backward", "rms_norm_backward"}) {
+    for (auto [dtype, tolerance] : {std::pair{DType::Float32, 2e-3}, std::pair{DType::BFloat16, 0.05}}) {
+      // Against float64 on the same (rounded) inputs: what is left is the kernel's own arithmetic.
+      auto rounded = [&](const Tensor& t) { return t.to(dtype).to(DType::Float64); };
+      std::vector<Tensor> exact = call(op, {rounded(g), rounded(x), rounded(w)});
+      ASSERT_EQ(exact.size(), 2u);
+      std::vector<Tensor> low = call(op, {g.to(dtype), x.to(dtype), w.to(dtype)});
+      ASSERT_EQ(low.size(), 2u);
+      for (size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(low[i].dtype(), dtype);
+        EXPECT_TRUE(all_close(low[i].to(DType::Float64), exact[i], tolerance, tolerance))
+            << op << " " << dtype_name(dtype) << " output " << i;
+      }
+    }
+    EXPECT_EQ(call(op, {g, x}).size(), 1u);  // no weight: dx only
+    EXPECT_FALSE(builtin_registry().get(op).vjp);
+  }
+  const std::string message = thrown_message<ShapeError>([&] { call("layer_norm_backward", {g.narrow(0, 0, 4), x}); });
+  EXPECT_TRUE(mentions(message, {"layer_norm_backward", "grad f64[4,96]", "x f64[16,96]"})) << message;
+}
+
 TEST(NnNorm, BadShapesAndDTypesRaiseNamedErrors) {
   Tensor x = Tensor::meta({4, 8});
   std::string message = thrown_message<ShapeError>([&] { layer_norm(x, Tensor::meta({7})); });

@@ -38,6 +38,19 @@ std::vector<OpSample> norm_samples() {
       {"layer_norm", {rand64({3, 4}, 17), rand64({4}, 18)}, {}, true, "weight_only"},
       {"rms_norm", {rand64({4, 6}, 20), rand64({6}, 21)}, {}, true, "weight"},
       {"rms_norm", {non_contiguous(rand64({2, 3, 4}, 22))}, {{"ndims", int64_t{2}}}, true, "two_dims_non_contiguous"},
+      // The backward ops (the forward's VJPs as one op each; not differentiable themselves).
+      {"layer_norm_backward", {rand64({4, 6}, 23), rand64({4, 6}, 24), rand64({6}, 25)}, {}, false, "weight"},
+      {"layer_norm_backward",
+       {rand64({2, 3, 4}, 26), non_contiguous(rand64({2, 3, 4}, 27))},
+       {{"ndims", int64_t{2}}, {"eps", 1e-3}},
+       false,
+       "two_dims_non_contiguous"},
+      {"rms_norm_backward", {rand64({4, 6}, 28), rand64({4, 6}, 29), rand64({6}, 19)}, {}, false, "weight"},
+      {"rms_norm_backward",
+       {random_tensor({3, 8}, DType::BFloat16, 9), random_tensor({3, 8}, DType::BFloat16, 8)},
+       {},
+       false,
+       "bf16"},
   };
 }
 

@@ -17,4 +17,13 @@ void layer_norm(const T* x, const T* weight, const T* bias, T* y, int64_t rows, 
 template <class T>
 void rms_norm(const T* x, const T* weight, T* y, int64_t rows, int64_t n, double eps);
 
+// The backward of either, one pass per row with its statistics recomputed: with xhat the
+// normalized row, rstd its 1/sqrt(var + eps) and dxhat = grad * weight,
+//   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))   (layer_norm: center = true;
+//   rms_norm drops the mean(dxhat) term), and, when dweight is not null, dweight = sum over the
+// rows of grad * xhat (accumulated in float64 for double, float32 otherwise). weight may be null.
+template <class T>
+void norm_backward(const T* grad, const T* x, const T* weight, T* dx, T* dweight, int64_t rows, int64_t n, double eps,
+                   bool center);
+
 }  // namespace px::kernels

@@ -14,7 +14,9 @@ namespace px::defs {
 OpDef def_softmax();
 OpDef def_log_softmax();
 OpDef def_layer_norm();
+OpDef def_layer_norm_backward();
 OpDef def_rms_norm();
+OpDef def_rms_norm_backward();
 OpDef def_embedding();
 OpDef def_embedding_backward();
 OpDef def_one_hot();

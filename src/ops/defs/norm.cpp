@@ -1,10 +1,15 @@
-// layer_norm and rms_norm over the last `ndims` dims: fused row kernels
-// (kernels/norm.h); VJPs recompute the statistics with ops.
+// layer_norm and rms_norm over the last `ndims` dims, and their backward ops
+// (layer_norm_backward, rms_norm_backward: grad, x [, weight] -> dx [, dweight]): fused row
+// kernels (kernels/norm.h), the backward recomputing each row's statistics. The backward ops have
+// no VJP of their own (second derivatives through a norm are refused, as for fused attention).
 
 #include "parallax/kernels/norm.h"
 
+#include "ops/defs/common.h"
 #include "ops/defs/nn_defs.h"
 #include "ops/defs/sharding_rules.h"
+#include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/dispatch.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/nn.h"
@@ -79,42 +84,92 @@ std::vector<Tensor> run_rms_norm(const std::vector<Tensor>& inputs, const Attrs&
   return {out};
 }
 
-// The normalized dims as indices into x.
-std::vector<int64_t> norm_dims(const Tensor& x, const Attrs& attrs) {
-  std::vector<int64_t> dims;
-  for (int64_t d = x.dim() - attrs.get_int("ndims"); d < x.dim(); ++d) dims.push_back(d);
-  return dims;
+// --- the backward ops ---
+
+std::vector<TensorMeta> infer_norm_backward(std::string_view op, const std::vector<TensorMeta>& inputs,
+                                            const Attrs& attrs) {
+  const TensorMeta& grad = inputs[0];
+  const TensorMeta& x = inputs[1];
+  require_floating(op, x);
+  require_same_dtype(op, inputs);
+  if (grad.shape != x.shape) {
+    throw ShapeError(std::string(op) + ": " + named("grad", grad) + " must have the shape of " + named("x", x));
+  }
+  Shape normalized = normalized_shape(op, x, attrs);
+  std::vector<TensorMeta> outputs{x};
+  if (inputs.size() > 2) {
+    check_param(op, "weight", inputs[2], x, normalized);
+    outputs.push_back(inputs[2]);
+  }
+  return outputs;
 }
 
-// Gradients of y = xhat * w (+ b) given xhat, rstd and g. `center` is true for layer_norm,
-// whose mean subtraction adds the -mean(dxhat) term.
-std::vector<Tensor> norm_grads(const VjpContext& ctx, const Tensor& xhat, const Tensor& rstd, bool center) {
-  const Tensor& g = ctx.grad_outputs[0];
-  const std::vector<Tensor>& in = ctx.inputs;
-  std::vector<int64_t> dims = norm_dims(in[0], ctx.attrs);
-  Tensor dxhat = in.size() > 1 ? g * in[1] : g;
-  Tensor centered = center ? dxhat - mean(dxhat, dims, /*keepdim=*/true) : dxhat;
-  std::vector<Tensor> grads{rstd * (centered - xhat * mean(dxhat * xhat, dims, /*keepdim=*/true))};
-  if (in.size() > 1) grads.push_back(sum_to_shape(g * xhat, in[1].shape()));
-  if (in.size() > 2) grads.push_back(sum_to_shape(g, in[2].shape()));
-  return grads;
+std::vector<Tensor> run_norm_backward(const std::vector<Tensor>& inputs, const Attrs& attrs, bool center) {
+  const Tensor& x = inputs[1];
+  Tensor grad = contiguous_input(inputs[0]);
+  Tensor in = contiguous_input(x);
+  Tensor weight = inputs.size() > 2 ? contiguous_input(inputs[2]) : Tensor();
+  std::vector<Tensor> outputs{Tensor::empty(x.shape(), x.dtype())};
+  if (weight.defined()) outputs.push_back(Tensor::empty(weight.shape(), weight.dtype()));
+  auto [rows, n] = rows_and_length(x, attrs);
+  visit_floating(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    kernels::norm_backward<T>(grad.data<T>(), in.data<T>(), weight.defined() ? weight.data<T>() : nullptr,
+                              outputs[0].data<T>(), weight.defined() ? outputs[1].data<T>() : nullptr, rows, n,
+                              attrs.get_float("eps"), center);
+  });
+  return outputs;
 }
 
-std::vector<Tensor> vjp_layer_norm(const VjpContext& ctx) {
-  if (!ctx.grad_outputs[0].defined()) return std::vector<Tensor>(ctx.inputs.size());
-  const Tensor& x = ctx.inputs[0];
-  std::vector<int64_t> dims = norm_dims(x, ctx.attrs);
-  Tensor centered = x - mean(x, dims, /*keepdim=*/true);
-  Tensor rstd = rsqrt(mean(centered * centered, dims, /*keepdim=*/true) + ctx.attrs.get_float("eps"));
-  return norm_grads(ctx, centered * rstd, rstd, /*center=*/true);
+// Rows split alike (grad and x on a leading dim, the weight whole): dx split, dweight a partial sum.
+ShardingRuleFn norm_backward_sharding(std::string op) {
+  return [op = std::move(op)](const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
+    const bool weighted = inputs.size() > 2;
+    int64_t leading = inputs[1].ndim() - static_cast<int64_t>(normalized_shape(op, inputs[1], attrs).size());
+    StrategyList list(inputs.size(), weighted ? 2 : 1);
+    for (int64_t d = 0; d < leading; ++d) {
+      if (weighted) {
+        list.add({shard(d), shard(d), rep()}, {shard(d), partial(ReduceOp::Sum)});
+      } else {
+        list.add({shard(d), shard(d)}, {shard(d)});
+      }
+    }
+    return list.take();
+  };
 }
 
-std::vector<Tensor> vjp_rms_norm(const VjpContext& ctx) {
-  if (!ctx.grad_outputs[0].defined()) return std::vector<Tensor>(ctx.inputs.size());
-  const Tensor& x = ctx.inputs[0];
-  Tensor mean_square = mean(x * x, norm_dims(x, ctx.attrs), /*keepdim=*/true);
-  Tensor rstd = rsqrt(mean_square + ctx.attrs.get_float("eps"));
-  return norm_grads(ctx, x * rstd, rstd, /*center=*/false);
+// Per element: the statistics again (3 flops), the two row means (4), dx (4), dweight (2).
+OpCost cost_norm_backward(const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs, const Attrs&) {
+  return elementwise_cost(inputs, outputs, 13);
+}
+
+OpDef def_norm_backward(std::string name, double eps, bool center) {
+  OpDef def;
+  def.name = name;
+  def.inputs = {{"grad"}, {"x"}, {"weight", /*optional=*/true}};
+  def.attrs = {{"eps", AttrType::Float, eps}, {"ndims", AttrType::Int, int64_t{1}}};
+  def.infer = [name](const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
+    return infer_norm_backward(name, inputs, attrs);
+  };
+  def.kernel = [center](const std::vector<Tensor>& inputs, const Attrs& attrs) {
+    return run_norm_backward(inputs, attrs, center);
+  };
+  def.cost = cost_norm_backward;
+  def.sharding = norm_backward_sharding(name);
+  return def;
+}
+
+// The forward's VJP: the backward op for x (and the weight), the bias's gradient a sum over the rows.
+VjpFn norm_vjp(std::string backward) {
+  return [backward = std::move(backward)](const VjpContext& ctx) {
+    const Tensor& g = ctx.grad_outputs[0];
+    if (!g.defined()) return std::vector<Tensor>(ctx.inputs.size());
+    std::vector<Tensor> inputs{g, ctx.inputs[0]};
+    if (ctx.inputs.size() > 1) inputs.push_back(ctx.inputs[1]);
+    std::vector<Tensor> grads = call(backward, inputs, ctx.attrs);
+    if (ctx.inputs.size() > 2) grads.push_back(sum_to_shape(g, ctx.inputs[2].shape()));
+    return grads;
+  };
 }
 
 // Per element: mean and variance passes (3 flops), normalize (2), affine (2).
@@ -123,8 +178,7 @@ OpCost cost_norm(const std::vector<TensorMeta>& inputs, const std::vector<Tensor
 }
 
 // Each row of the normalized trailing dims is normalized on its own: x shards on a leading dim
-// with weight and bias replicated. The VJP's ops (mean, sub, mul, rsqrt, add_scalar, sum) all
-// have rules, so on a batch-sharded x the weight and bias gradients come out P(sum).
+// with weight and bias replicated (the backward ops then give the weight's gradient P(sum)).
 ShardingRuleFn norm_sharding(std::string op) {
   return [op = std::move(op)](const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
     int64_t leading = inputs[0].ndim() - static_cast<int64_t>(normalized_shape(op, inputs[0], attrs).size());
@@ -143,7 +197,7 @@ OpDef def_layer_norm() {
     return infer_norm("layer_norm", inputs, attrs);
   };
   def.kernel = run_layer_norm;
-  def.vjp = vjp_layer_norm;
+  def.vjp = norm_vjp("layer_norm_backward");
   def.cost = cost_norm;
   def.sharding = norm_sharding("layer_norm");
   return def;
@@ -158,11 +212,14 @@ OpDef def_rms_norm() {
     return infer_norm("rms_norm", inputs, attrs);
   };
   def.kernel = run_rms_norm;
-  def.vjp = vjp_rms_norm;
+  def.vjp = norm_vjp("rms_norm_backward");
   def.cost = cost_norm;
   def.sharding = norm_sharding("rms_norm");
   return def;
 }
+
+OpDef def_layer_norm_backward() { return def_norm_backward("layer_norm_backward", 1e-5, /*center=*/true); }
+OpDef def_rms_norm_backward() { return def_norm_backward("rms_norm_backward", 1e-6, /*center=*/false); }
 
 }  // namespace defs
 

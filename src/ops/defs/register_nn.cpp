@@ -7,7 +7,9 @@ void register_nn_ops(Registry& registry) {
   registry.add(def_softmax());
   registry.add(def_log_softmax());
   registry.add(def_layer_norm());
+  registry.add(def_layer_norm_backward());
   registry.add(def_rms_norm());
+  registry.add(def_rms_norm_backward());
   registry.add(def_embedding());
   registry.add(def_embedding_backward());
   registry.add(def_one_hot());
