@@ -6,19 +6,23 @@
 //   train_step_bench [--batch 8] [--seq 16] [--vocab 64] [--dim 32] [--layers 2] [--heads 4]
 //                    [--threads 1] [--steps 50] [--warmup 10] [--repeats 5] [--seed 0]
 //                    [--profile | --profile-shapes] [--check K --dump DIR] [--no-pool]
+//                    [--openblas-threads]
 //
 // Prints `key: value` lines: median_ms (the median over `repeats` of the mean step time of `steps`
 // steps), min_ms, loss0 (the first step's loss), nodes, params, openblas_core, blas_threads.
-// --profile times `steps` instrumented steps instead: the executor's loop node by node (without
-// its checks and memory accounting) with a timer around each dispatcher call, then AdamW; it
-// prints the time per op type and per phase (--profile-shapes: per op, input shapes and
-// attributes). --check K writes the initial parameters, tokens and targets to DIR, runs K steps
-// and writes the losses and the final parameters, for torch_train_step.py --check DIR to compare.
+// --profile times `steps` steps instead through the executor with its per-node timer
+// (RunOptions::time_nodes), then AdamW; it prints the time per op type and per phase (--profile-shapes: per op, input
+// shapes and attributes). --check K writes the initial parameters, tokens and targets to DIR, runs K steps and writes
+// the losses and the final parameters, for torch_train_step.py --check DIR to compare.
 //
-// Parallax kernels run on the calling thread; only GEMMs use threads (OpenBLAS's pool), which
-// --threads sets. --no-pool runs the executor without its buffer pool (RunOptions::pool_buffers),
+// --threads t runs the step on a px::ThreadPool of t threads (core/parallel.h): Parallax's kernels
+// split over it, GEMMs included, with OpenBLAS single-threaded. --openblas-threads instead gives
+// the t threads to OpenBLAS alone and runs Parallax's kernels on one thread (the behaviour before
+// the pool, kept for comparison). --no-pool runs the executor without its buffer pool (RunOptions::pool_buffers),
 // every buffer from the system allocator, to measure what the pool saves. PyTorch is given the same count for its
 // intra-op pool and its BLAS.
+
+#include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,11 +31,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "parallax/autodiff/training_step.h"
+#include "parallax/core/parallel.h"
 #include "parallax/ir/graph.h"
 #include "parallax/kernels/blas_threads.h"
 #include "parallax/nn/zoo.h"
@@ -40,8 +47,6 @@
 #include "parallax/runtime/executor.h"
 #include "parallax/runtime/optimizer.h"
 
-extern "C" char* openblas_get_corename();
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -49,6 +54,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   int64_t batch = 8, seq = 16, vocab = 64, dim = 32, layers = 2, heads = 4;
   int threads = 1;
+  bool openblas_threads = false;
   int steps = 50, warmup = 10, repeats = 5;
   uint64_t seed = 0;
   bool profile = false;
@@ -74,6 +80,8 @@ Options parse(int argc, char** argv) {
       o.dump = argv[++i];
     } else if (arg == "--no-pool") {
       o.pool = false;
+    } else if (arg == "--openblas-threads") {
+      o.openblas_threads = true;
     } else if (arg == "--profile" || arg == "--profile-shapes") {
       o.profile = true;
       o.by_shape = arg == "--profile-shapes";
@@ -180,28 +188,87 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// The executor's loop, node by node (without its checks and memory accounting), timing each
-// dispatcher call; then one AdamW step. Time per op type and phase, over `passes` passes.
-void profile(const Step& step, px::runtime::AdamW& adamw, int passes, bool by_shape) {
+// A GEMM node's shape: `batch` products of [m, k] x [k, n] (matmul, or linear's x·wᵀ).
+struct GemmShape {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  double flops() const { return 2.0 * static_cast<double>(batch * m * n * k); }
+};
+
+std::optional<GemmShape> gemm_shape(const px::ir::Graph& graph, const px::ir::Node& node) {
+  const std::string& op = node.op->name;
+  if (op != "matmul" && op != "linear") return std::nullopt;
+  const px::Shape& a = graph.meta(node.inputs.at(0)).shape;
+  const px::Shape& b = graph.meta(node.inputs.at(1)).shape;
+  if (a.size() < 2 || b.size() < 1) return std::nullopt;
+  GemmShape g;
+  g.k = a.back();
+  if (op == "linear") {
+    for (size_t d = 0; d + 1 < a.size(); ++d) g.m *= a[d];
+    g.n = b.at(0);
+    return g;
+  }
+  if (b.size() < 2) return std::nullopt;
+  g.m = a[a.size() - 2];
+  g.n = b.back();
+  for (size_t d = 0; d + 2 < std::max(a.size(), b.size()); ++d) {
+    const int64_t da = d + 2 < a.size() ? a[a.size() - 3 - d] : 1;
+    const int64_t db = d + 2 < b.size() ? b[b.size() - 3 - d] : 1;
+    g.batch *= std::max(da, db);
+  }
+  // A weight shared by the whole batch makes one GEMM of batch x m rows.
+  if (b.size() == 2) {
+    g.m *= g.batch;
+    g.batch = 1;
+  }
+  return g;
+}
+
+// Seconds cblas_sgemm takes for the same products (row-major, no transposes, fresh output), the
+// median of 3 runs, with OpenBLAS at `threads` threads.
+double cblas_seconds(const GemmShape& g, int threads) {
+  px::kernels::set_blas_threads(threads);
+  std::vector<float> a(static_cast<size_t>(g.m * g.k), 0.5f), b(static_cast<size_t>(g.k * g.n), 0.25f);
+  std::vector<float> c(static_cast<size_t>(g.m * g.n));
+  std::vector<double> runs;
+  for (int r = 0; r < 3; ++r) {
+    Clock::time_point start = Clock::now();
+    for (int64_t i = 0; i < g.batch; ++i) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(g.m), static_cast<int>(g.n),
+                  static_cast<int>(g.k), 1.0f, a.data(), static_cast<int>(g.k), b.data(), static_cast<int>(g.n), 0.0f,
+                  c.data(), static_cast<int>(g.n));
+    }
+    runs.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[1];
+}
+
+// `passes` steps through the executor itself (its buffer pool and liveness, as the timed steps
+// run), with its per-node timer on; then one AdamW step each. Time per op type and phase.
+void profile(const Step& step, px::runtime::AdamW& adamw, int passes, bool by_shape, int threads) {
   const px::ir::Graph& graph = step.executor.graph();
-  std::map<std::string, std::pair<double, int64_t>> by_op;  // ms, calls
+  double gemm_ms = 0, gemm_flops = 0;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, int64_t> gemm_calls;  // per shape, per step
+  std::map<std::string, std::pair<double, int64_t>> by_op;                       // ms, calls
   std::map<std::string, double> by_phase;
   double optimizer_ms = 0, nodes_ms = 0;
+  px::runtime::RunOptions options = step.run_options;
+  options.time_nodes = true;
   for (int pass = 0; pass < passes; ++pass) {
-    std::map<px::ir::ValueId, px::Tensor> values;
-    for (size_t i = 0; i < step.inputs.size(); ++i) values[graph.inputs()[i]] = step.inputs[i];
-    std::vector<px::Tensor> args;
-    for (const px::ir::Node& node : graph.nodes()) {
-      args.clear();
-      for (px::ir::ValueId id : node.inputs) args.push_back(values.at(id));
-      Clock::time_point start = Clock::now();
-      std::vector<px::Tensor> results = px::call(*node.op, args, node.attrs);
-      double ms = ms_since(start);
-      for (size_t i = 0; i < results.size(); ++i) values[node.outputs[i]] = std::move(results[i]);
+    px::runtime::ExecutionStats stats;
+    std::vector<px::Tensor> outputs = step.executor.run(step.inputs, &stats, options);
+    for (size_t n = 0; n < graph.nodes().size(); ++n) {
+      const px::ir::Node& node = graph.nodes()[n];
+      double ms = 1000.0 * stats.node_seconds.at(n);
       std::string key = node.op->name;
       if (by_shape) {
-        for (const px::Tensor& arg : args) key += " [" + shape_str(arg.shape()) + "]";
+        for (px::ir::ValueId id : node.inputs) key += " [" + shape_str(graph.meta(id).shape) + "]";
         key += " " + node.attrs.str();
+      }
+      if (std::optional<GemmShape> g = gemm_shape(graph, node)) {
+        gemm_ms += ms;
+        gemm_flops += g->flops();
+        if (pass == 0) ++gemm_calls[{g->batch, g->m, g->n, g->k}];
       }
       auto& entry = by_op[key];
       entry.first += ms;
@@ -211,7 +278,7 @@ void profile(const Step& step, px::runtime::AdamW& adamw, int passes, bool by_sh
     }
     std::vector<px::Tensor> grads;
     for (int64_t index : step.grad_outputs) {
-      grads.push_back(index >= 0 ? values.at(graph.outputs()[static_cast<size_t>(index)]) : px::Tensor());
+      grads.push_back(index >= 0 ? outputs.at(static_cast<size_t>(index)) : px::Tensor());
     }
     Clock::time_point start = Clock::now();
     adamw.step(grads);
@@ -231,10 +298,26 @@ void profile(const Step& step, px::runtime::AdamW& adamw, int passes, bool by_sh
   }
   std::printf("profile_op: %-32s %8.3f ms %5.1f%%\n", "(adamw step)", optimizer_ms / passes,
               100.0 * optimizer_ms / total);
+  if (gemm_ms == 0) return;
+  // The same GEMM shapes through cblas_sgemm alone, on as many OpenBLAS threads as the step had.
+  const int blas_before = px::kernels::blas_threads();
+  double cblas_s = 0;
+  for (const auto& [shape, calls] : gemm_calls) {
+    const auto [batch, m, n, k] = shape;
+    cblas_s += static_cast<double>(calls) * cblas_seconds(GemmShape{batch, m, n, k}, threads);
+  }
+  px::kernels::set_blas_threads(blas_before);
+  std::printf("gemm_share: %.1f%% of the step (%.3f ms of %.3f ms)\n", 100.0 * gemm_ms / total, gemm_ms / passes,
+              total / passes);
+  std::printf("gemm_gflops: %.1f (step's matmul and linear nodes)\n", gemm_flops / (gemm_ms * 1e6));
+  std::printf("cblas_sgemm_gflops: %.1f (same shapes, no transposes, OpenBLAS at %d thread(s): %.3f ms)\n",
+              gemm_flops / passes / (cblas_s * 1e9), threads, cblas_s * 1e3);
 }
 
 int run(const Options& o) {
-  px::kernels::set_blas_threads(o.threads);
+  px::kernels::set_blas_threads(o.openblas_threads ? o.threads : 1);
+  px::ThreadPool pool(o.openblas_threads ? 1 : o.threads);
+  px::ParallelScope parallel(&pool);
   px::nn::ModelSpec spec = px::nn::zoo_model("gpt-mini");
   spec.name = "gpt";
   spec.gpt.vocab = o.vocab;
@@ -279,7 +362,7 @@ int run(const Options& o) {
   double loss0 = train_step(step, adamw);
   for (int i = 0; i < o.warmup; ++i) train_step(step, adamw);
   if (o.profile) {
-    profile(step, adamw, o.steps, o.by_shape);
+    profile(step, adamw, o.steps, o.by_shape, o.threads);
     return 0;
   }
   std::vector<double> per_step;
@@ -295,6 +378,7 @@ int run(const Options& o) {
   std::printf("params: %lld\n", static_cast<long long>(module.num_parameters()));
   std::printf("openblas_core: %s\n", openblas_get_corename());
   std::printf("blas_threads: %d\n", px::kernels::blas_threads());
+  std::printf("pool_threads: %d\n", pool.threads());
   return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "mesh_arguments.h"
 #include "parallax/api/auto_parallel.h"
 #include "parallax/core/error.h"
+#include "parallax/core/parallel.h"
 #include "parallax/dist/process_group.h"
 #include "parallax/nn/zoo.h"
 #include "parallax/ops/factory.h"
@@ -51,6 +52,7 @@ struct RunArguments {
   uint64_t seed = 0;
   std::string device = "cpu";
   std::string backend = "auto";
+  int threads_per_rank = 0;  // 0: the core-sharing rule (core/parallel.h)
   bool check = false;
   double check_tolerance = -1;  // < 0: by dtype
   bool baselines = true;
@@ -168,7 +170,7 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
           }
         });
       },
-      dist::LaunchOptions{backend});
+      dist::LaunchOptions{backend, args.threads_per_rank});
   return result;
 }
 
@@ -220,6 +222,11 @@ int run_run(const RunArguments& args) {
       *out << ", " << args.steps << " steps of " << args.optimizer << " (lr " << args.lr << ")\n";
       const MixedPrecisionPolicy policy = precision_policy(args.precision);
       if (!policy.empty()) *out << "dtypes  " << policy.str() << "\n";
+      if (backend == dist::Backend::Threads) {
+        const int threads =
+            args.threads_per_rank > 0 ? args.threads_per_rank : threads_per_rank(static_cast<int>(mesh.size()));
+        *out << "threads " << mesh.size() << " rank(s) x " << threads << " kernel thread(s) each\n";
+      }
       *out << "\n";
     }
     const RunResult result = train(args, spec, data, mesh, backend, out);
@@ -354,6 +361,10 @@ Command add_run_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--backend", args->backend, "auto (mpi under mpirun, else threads), threads or mpi")
       ->check(CLI::IsMember({"auto", "threads", "mpi"}))
+      ->capture_default_str();
+  sub->add_option("--threads-per-rank", args->threads_per_rank,
+                  "Kernel threads per rank (0: this machine's cores shared among its ranks)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_flag("--check", args->check, "Train the same steps on one device and fail on any difference");
   sub->add_option("--check-tolerance", args->check_tolerance,

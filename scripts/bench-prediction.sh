@@ -14,7 +14,8 @@
 #
 #   bash scripts/bench-prediction.sh [rounds (default 3)] [out dir (default /tmp/parallax-prediction)]
 #
-# One OpenBLAS thread per rank (the `cpu` profile assumes one core per rank) and OpenBLAS's Haswell
+# One kernel thread per rank (--threads-per-rank 1) and one OpenBLAS thread: the `cpu` profile and
+# the calibration assume one core per rank and OpenBLAS's Haswell
 # kernels unless the environment says otherwise. Builds the tool in $PARALLAX_BUILD_DIR (default
 # build) when needed.
 set -euo pipefail
@@ -43,7 +44,7 @@ for round in $(seq 1 "$rounds"); do
       device=cpu
       [[ $profile == calibrated ]] && device="$out/cpu-calibrated.json"
       "$tool" run --model bench/configs/gpt-dim256.json --mesh "$ranks" --plan "$plan" --batch 16 --seq 128 \
-        --steps 6 --no-baselines --device "$device" --json "$out/run.json" >/dev/null
+        --steps 6 --no-baselines --device "$device" --threads-per-rank 1 --json "$out/run.json" >/dev/null
       /usr/bin/python3 - "$out/run.json" "$round" "$ranks" "$plan" "$profile" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

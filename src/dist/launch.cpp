@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -12,7 +13,9 @@
 #include "dist/threads_process_group.h"
 #include "dist/threads_world.h"
 #include "parallax/core/error.h"
+#include "parallax/core/parallel.h"
 #include "parallax/dist/process_group.h"
+#include "parallax/kernels/blas_threads.h"
 
 namespace px::dist {
 namespace {
@@ -80,13 +83,40 @@ Backend resolve_backend(Backend requested) {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ? Backend::Mpi : Backend::Threads;
 }
 
+int ranks_on_this_machine(Backend backend, int world_size) {
+  if (backend == Backend::Threads) return world_size;
+  // Open MPI says how many ranks of the job share this node.
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int parsed = local != nullptr ? std::atoi(local) : 0;
+  return parsed > 0 ? parsed : 1;
+}
+
 void launch(int world_size, const std::function<void(int rank, ProcessGroup& group)>& fn, LaunchOptions options) {
   const Backend backend = resolve_backend(options.backend);
+  if (options.threads_per_rank < 0) {
+    throw ValueError("launch: threads_per_rank must be >= 0 (0: the core-sharing rule), got " +
+                     std::to_string(options.threads_per_rank));
+  }
+  // The core-sharing rule (core/parallel.h): each rank runs its kernels on its own pool, and
+  // OpenBLAS runs single-threaded inside them for the launch.
+  const int threads = options.threads_per_rank > 0
+                          ? options.threads_per_rank
+                          : threads_per_rank(ranks_on_this_machine(backend, std::max(world_size, 1)));
+  struct BlasThreads {
+    int previous = kernels::blas_threads();
+    BlasThreads() { kernels::set_blas_threads(1); }
+    ~BlasThreads() { kernels::set_blas_threads(previous); }
+  } single_threaded_blas;
+  auto with_pool = [&](int rank, ProcessGroup& group) {
+    ThreadPool pool(threads);
+    ParallelScope scope(&pool);
+    fn(rank, group);
+  };
   switch (backend) {
     case Backend::Threads:
-      return launch_threads(world_size, fn);
+      return launch_threads(world_size, with_pool);
     case Backend::Mpi:
-      return mpi::launch_mpi(world_size, fn);
+      return mpi::launch_mpi(world_size, with_pool);
     case Backend::Auto:
       break;
   }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "parallax/core/parallel.h"
 #include "parallax/kernels/gemm.h"
 #include "parallax/kernels/softmax.h"
 
@@ -46,32 +47,43 @@ void block_probabilities(const T* q_blk, const T* k, int64_t rows, int64_t i0, i
 }
 
 // Calls visit(b, i0, rows, keys) for every batch entry b and block of queries [i0, i0 + rows)
-// that sees `keys` > 0 keys, and unseen(b, i0, rows) for a block that sees none.
-template <class Visit, class Unseen>
-void for_each_block(const AttentionShape& s, Visit&& visit, Unseen&& unseen) {
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t i0 = 0; i0 < s.tq; i0 += kQueryBlock) {
-      const int64_t rows = std::min(kQueryBlock, s.tq - i0);
-      const int64_t keys = keys_seen(s, i0 + rows);
-      if (keys == 0) {
-        unseen(b, i0, rows);
-      } else {
-        visit(b, i0, rows, keys);
+// that sees `keys` > 0 keys, and unseen(b, i0, rows) for a block that sees none. Batch entries
+// run in parallel (core/parallel.h), each on one thread with its own scratch (make_scratch()),
+// its blocks in order: a thread's sums are the same as without threads.
+template <class MakeScratch, class Visit, class Unseen>
+void for_each_block(const AttentionShape& s, MakeScratch&& make_scratch, Visit&& visit, Unseen&& unseen) {
+  parallel_for(s.batch, 1, [&](int64_t b_begin, int64_t b_end) {
+    auto scratch = make_scratch();
+    for (int64_t b = b_begin; b < b_end; ++b) {
+      for (int64_t i0 = 0; i0 < s.tq; i0 += kQueryBlock) {
+        const int64_t rows = std::min(kQueryBlock, s.tq - i0);
+        const int64_t keys = keys_seen(s, i0 + rows);
+        if (keys == 0) {
+          unseen(b, i0, rows);
+        } else {
+          visit(scratch, b, i0, rows, keys);
+        }
       }
     }
-  }
+  });
+}
+
+// Per-thread scratch: `count` [block, Tk] matrices.
+template <class T>
+std::vector<std::vector<T>> block_scratch(const AttentionShape& s, int count) {
+  return std::vector<std::vector<T>>(static_cast<size_t>(count),
+                                     std::vector<T>(static_cast<size_t>(std::min(kQueryBlock, s.tq) * s.tk)));
 }
 
 template <class T>
 void forward(const T* q, const T* k, const T* v, T* out, const AttentionShape& s) {
-  std::vector<T> scores(static_cast<size_t>(std::min(kQueryBlock, s.tq) * s.tk));
-  std::vector<T> probs(scores.size());
   for_each_block(
-      s,
-      [&](int64_t b, int64_t i0, int64_t rows, int64_t keys) {
-        block_probabilities(q + (b * s.tq + i0) * s.d, k + b * s.tk * s.d, rows, i0, keys, s, scores.data(),
-                            probs.data());
-        gemm(probs.data(), row_major(rows, keys, keys), v + b * s.tk * s.dv, row_major(keys, s.dv, s.dv),
+      s, [&] { return block_scratch<T>(s, 2); },
+      [&](std::vector<std::vector<T>>& scratch, int64_t b, int64_t i0, int64_t rows, int64_t keys) {
+        T* scores = scratch[0].data();
+        T* probs = scratch[1].data();
+        block_probabilities(q + (b * s.tq + i0) * s.d, k + b * s.tk * s.d, rows, i0, keys, s, scores, probs);
+        gemm(probs, row_major(rows, keys, keys), v + b * s.tk * s.dv, row_major(keys, s.dv, s.dv),
              out + (b * s.tq + i0) * s.dv, s.dv);
       },
       [&](int64_t b, int64_t i0, int64_t rows) {
@@ -81,36 +93,36 @@ void forward(const T* q, const T* k, const T* v, T* out, const AttentionShape& s
 
 template <class T>
 void backward(const T* q, const T* k, const T* v, const T* g, T* dq, T* dk, T* dv, const AttentionShape& s) {
-  const size_t block = static_cast<size_t>(std::min(kQueryBlock, s.tq) * s.tk);
-  std::vector<T> scores(block), probs(block), dprobs(block);
   std::fill(dk, dk + s.batch * s.tk * s.d, T(0));
   std::fill(dv, dv + s.batch * s.tk * s.dv, T(0));
   const T scale = static_cast<T>(s.scale);
   for_each_block(
-      s,
-      [&](int64_t b, int64_t i0, int64_t rows, int64_t keys) {
+      s, [&] { return block_scratch<T>(s, 3); },
+      [&](std::vector<std::vector<T>>& scratch, int64_t b, int64_t i0, int64_t rows, int64_t keys) {
+        T* scores = scratch[0].data();
+        T* probs = scratch[1].data();
+        T* dprobs = scratch[2].data();
         const T* q_blk = q + (b * s.tq + i0) * s.d;
         const T* g_blk = g + (b * s.tq + i0) * s.dv;
         const T* kb = k + b * s.tk * s.d;
         const T* vb = v + b * s.tk * s.dv;
         T* dkb = dk + b * s.tk * s.d;
         T* dvb = dv + b * s.tk * s.dv;
-        block_probabilities(q_blk, kb, rows, i0, keys, s, scores.data(), probs.data());
+        block_probabilities(q_blk, kb, rows, i0, keys, s, scores, probs);
         // dv[:keys] += Pᵀ g_blk; dP = g_blk v[:keys]ᵀ.
-        gemm(probs.data(), transposed(rows, keys, keys), g_blk, row_major(rows, s.dv, s.dv), dvb, s.dv, T(1));
-        gemm(g_blk, row_major(rows, s.dv, s.dv), vb, transposed(keys, s.dv, s.dv), dprobs.data(), keys);
+        gemm(probs, transposed(rows, keys, keys), g_blk, row_major(rows, s.dv, s.dv), dvb, s.dv, T(1));
+        gemm(g_blk, row_major(rows, s.dv, s.dv), vb, transposed(keys, s.dv, s.dv), dprobs, keys);
         // dS = P ∘ (dP − rowsum(P ∘ dP)) · scale, into dprobs.
         for (int64_t r = 0; r < rows; ++r) {
-          const T* p = probs.data() + r * keys;
-          T* ds = dprobs.data() + r * keys;
+          const T* p = probs + r * keys;
+          T* ds = dprobs + r * keys;
           T dot = 0;
           for (int64_t j = 0; j < keys; ++j) dot += p[j] * ds[j];
           for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot) * scale;
         }
         // dq_blk = dS k[:keys]; dk[:keys] += dSᵀ q_blk.
-        gemm(dprobs.data(), row_major(rows, keys, keys), kb, row_major(keys, s.d, s.d), dq + (b * s.tq + i0) * s.d,
-             s.d);
-        gemm(dprobs.data(), transposed(rows, keys, keys), q_blk, row_major(rows, s.d, s.d), dkb, s.d, T(1));
+        gemm(dprobs, row_major(rows, keys, keys), kb, row_major(keys, s.d, s.d), dq + (b * s.tq + i0) * s.d, s.d);
+        gemm(dprobs, transposed(rows, keys, keys), q_blk, row_major(rows, s.d, s.d), dkb, s.d, T(1));
       },
       [&](int64_t b, int64_t i0, int64_t rows) {
         std::fill(dq + (b * s.tq + i0) * s.d, dq + (b * s.tq + i0 + rows) * s.d, T(0));

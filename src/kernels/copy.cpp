@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "parallax/core/parallel.h"
+
 namespace px::kernels {
 
 namespace {
@@ -207,6 +209,21 @@ void copy_typed(const Layout& layout, const void* src_data, void* dst_data) {
   });
 }
 
+// copy_typed on the current pool (core/parallel.h), in slices of the outermost dim: a copy's
+// elements do not depend on how it is cut.
+template <class Src, class Dst>
+void copy_parallel(const Layout& layout, const void* src_data, void* dst_data) {
+  if (layout.sizes.empty()) return copy_typed<Src, Dst>(layout, src_data, dst_data);
+  int64_t per_slice = 1;
+  for (size_t d = 1; d < layout.sizes.size(); ++d) per_slice *= layout.sizes[d];
+  parallel_for(layout.sizes[0], rows_per_chunk(per_slice), [&](int64_t begin, int64_t end) {
+    Layout part = layout;
+    part.sizes[0] = end - begin;
+    copy_typed<Src, Dst>(part, static_cast<const Src*>(src_data) + begin * layout.src_strides[0],
+                         static_cast<Dst*>(dst_data) + begin * layout.dst_strides[0]);
+  });
+}
+
 bool same_elements(std::span<const int64_t> shape, const ConstStridedRef& src, const StridedRef& dst) {
   if (src.data != dst.data || src.dtype != dst.dtype) return false;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -222,8 +239,9 @@ void copy_strided(std::span<const int64_t> shape, ConstStridedRef src, StridedRe
   Layout layout = coalesce(shape, src.strides, dst.strides);
   if (layout.empty) return;
   visit_dtype(src.dtype, [&](auto src_zero) {
-    visit_dtype(dst.dtype,
-                [&](auto dst_zero) { copy_typed<decltype(src_zero), decltype(dst_zero)>(layout, src.data, dst.data); });
+    visit_dtype(dst.dtype, [&](auto dst_zero) {
+      copy_parallel<decltype(src_zero), decltype(dst_zero)>(layout, src.data, dst.data);
+    });
   });
 }
 

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "parallax/core/error.h"
+#include "parallax/core/parallel.h"
+#include "parallax/kernels/blas_threads.h"
 
 namespace px::kernels {
 
@@ -97,6 +99,22 @@ void scale_c(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
   }
 }
 
+// A GEMM of at least kSplitMinMacs multiply-adds is computed as up to kSplitParts whole-k GEMMs
+// over blocks of C's rows (or columns) of at least kSplitMinBlock, ALWAYS, with or without
+// threads: OpenBLAS's Haswell kernels round differently at a block's edge (measured: splitting
+// a 512 x 384 x 128 sgemm in two changes 4% of the results), so only a split that depends on
+// the shape alone gives the same bits for any thread count. On one thread the split costs 1-3%
+// (measured on the training step's shapes, 4 parts).
+constexpr int64_t kSplitMinMacs = int64_t{1} << 22;
+constexpr int64_t kSplitParts = 4;
+constexpr int64_t kSplitMinBlock = 128;
+constexpr int64_t kSplitAlign = 16;  // blocks are whole multiples of the kernels' register tiles
+
+int64_t split_parts(int64_t m, int64_t n, int64_t k) {
+  if (m * n * k < kSplitMinMacs) return 1;
+  return std::clamp<int64_t>(std::max(m, n) / kSplitMinBlock, 1, kSplitParts);
+}
+
 // C (of Acc, the accumulation type) = A B + beta C through BLAS, operands read in place where
 // their strides allow it (transposes as flags) and packed otherwise.
 template <class T, class Acc = T>
@@ -119,8 +137,32 @@ void gemm_native(const T* a, const MatrixLayout& la, const T* b, const MatrixLay
     b = b_packed.data();
     ob = blas_operand(packed_layout(lb));
   }
-  blas_call(oa->trans, ob->trans, blas_int(m, "m"), blas_int(n, "n"), blas_int(k, "k"), a, blas_int(oa->ld, "lda"), b,
-            blas_int(ob->ld, "ldb"), beta, c, blas_int(ldc, "ldc"));
+  const int64_t lda = oa->ld, ldb = ob->ld;
+  auto call = [&](int64_t rows, int64_t cols, const T* a_part, const T* b_part, Acc* c_part) {
+    blas_call(oa->trans, ob->trans, blas_int(rows, "m"), blas_int(cols, "n"), blas_int(k, "k"), a_part,
+              blas_int(lda, "lda"), b_part, blas_int(ldb, "ldb"), beta, c_part, blas_int(ldc, "ldc"));
+  };
+  const int64_t parts = split_parts(m, n, k);
+  if (parts <= 1) return call(m, n, a, b, c);
+  // Split the larger of C's dims, so that the operand every part packs again is the smaller
+  // one. An operand's element (i, j) sits at i * ld + j (NoTrans) or j * ld + i (Trans).
+  const bool by_rows = m >= n;
+  const int64_t extent = by_rows ? m : n;
+  const int64_t block = (extent / parts + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+  const int64_t blocks = (extent + block - 1) / block;
+  auto part = [&](int64_t p) {
+    const int64_t begin = p * block, size = std::min(block, extent - begin);
+    if (by_rows) {
+      call(size, n, a + begin * (oa->trans == CblasNoTrans ? lda : 1), b, c + begin * ldc);
+    } else {
+      call(m, size, a, b + begin * (ob->trans == CblasNoTrans ? 1 : ldb), c + begin);
+    }
+  };
+  // The parts run on the current pool while OpenBLAS is single-threaded; a multi-threaded
+  // OpenBLAS runs each part on its own threads instead (core/parallel.h).
+  ThreadPool* pool = ParallelScope::current();
+  if (pool != nullptr && current_threads() > 1 && blas_threads() == 1) return pool->run(blocks, part);
+  for (int64_t p = 0; p < blocks; ++p) part(p);
 }
 
 // Folds A's batch dims into its rows when B is shared by the whole batch and the
@@ -172,8 +214,17 @@ void batched_impl(const T* a, const T* b, T* c, const BatchedMatmul& args, Beta 
     gemm(a, *folded, b, args.b, c, ldc, beta);
     return;
   }
-  for_each_batch(args, [&](int64_t i, int64_t a_offset, int64_t b_offset) {
-    gemm(a + a_offset, args.a, b + b_offset, args.b, c + i * m * n, ldc, beta);
+  // Batch elements run in parallel, each GEMM whole: the same calls as one thread makes.
+  std::vector<std::pair<int64_t, int64_t>> offsets;  // (a, b) per batch element
+  offsets.reserve(static_cast<size_t>(numel(args.batch_shape)));
+  for_each_batch(args, [&](int64_t, int64_t a_offset, int64_t b_offset) { offsets.emplace_back(a_offset, b_offset); });
+  const int64_t count = static_cast<int64_t>(offsets.size());
+  const int64_t grain = std::max<int64_t>(1, kSplitMinMacs / std::max<int64_t>(1, m * n * args.a.cols));
+  parallel_for(count, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const auto [a_offset, b_offset] = offsets[static_cast<size_t>(i)];
+      gemm(a + a_offset, args.a, b + b_offset, args.b, c + i * m * n, ldc, beta);
+    }
   });
 }
 

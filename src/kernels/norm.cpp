@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernels/softmax_math.h"
+#include "parallax/core/parallel.h"
 
 namespace px::kernels {
 
@@ -81,21 +82,25 @@ const Acc<T>* param_as_acc(const T* param, int64_t n, std::vector<Acc<T>>& copy)
 template <class T>
 void norm_impl(const T* x, const T* weight, const T* bias, T* y, int64_t rows, int64_t n, double eps, bool rms) {
   using A = Acc<T>;
+  if (n == 0) return;
   std::vector<A> weight_copy, bias_copy;
   const A* w = param_as_acc(weight, n, weight_copy);
   const A* b = param_as_acc(bias, n, bias_copy);
   auto a_eps = static_cast<A>(eps);
-  if constexpr (std::is_same_v<T, A>) {
-    norm_dispatch<A>(x, w, b, y, rows, n, a_eps, rms);
-  } else {
-    // Storage-only types (bfloat16) go through float32 scratch rows.
-    std::vector<A> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
-    for (int64_t r = 0; r < rows; ++r) {
-      detail::convert_row(x + r * n, in.data(), n);
-      norm_dispatch<A>(in.data(), w, b, out.data(), 1, n, a_eps, rms);
-      detail::convert_row(out.data(), y + r * n, n);
+  // Rows are independent: they run on the current pool (core/parallel.h) in chunks.
+  parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, A>) {
+      norm_dispatch<A>(x + begin * n, w, b, y + begin * n, end - begin, n, a_eps, rms);
+    } else {
+      // Storage-only types (bfloat16) go through float32 scratch rows.
+      std::vector<A> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+      for (int64_t r = begin; r < end; ++r) {
+        detail::convert_row(x + r * n, in.data(), n);
+        norm_dispatch<A>(in.data(), w, b, out.data(), 1, n, a_eps, rms);
+        detail::convert_row(out.data(), y + r * n, n);
+      }
     }
-  }
+  });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/softmax_math.h"
+#include "parallax/core/parallel.h"
 #include "parallax/kernels/norm.h"
 
 namespace px::kernels {
@@ -67,7 +68,7 @@ void norm_backward(const T* grad, const T* x, const T* weight, T* dx, T* dweight
                    bool center) {
   using A = Acc<T>;
   if (n == 0) return;
-  std::vector<A> w_acc, dw_acc(dweight != nullptr ? static_cast<size_t>(n) : 0, A(0));
+  std::vector<A> w_acc;
   const A* w = nullptr;
   if (weight != nullptr) {
     if constexpr (std::is_same_v<T, A>) {
@@ -78,21 +79,35 @@ void norm_backward(const T* grad, const T* x, const T* weight, T* dx, T* dweight
       w = w_acc.data();
     }
   }
-  A* dw = dweight != nullptr ? dw_acc.data() : nullptr;
   const auto a_eps = static_cast<A>(eps);
-  if constexpr (std::is_same_v<T, A>) {
-    dispatch<A>(grad, x, w, dx, dw, rows, n, a_eps, center);
-  } else {
-    // Storage-only types (bfloat16) go through float32 scratch rows.
-    std::vector<A> g_row(static_cast<size_t>(n)), x_row(static_cast<size_t>(n)), dx_row(static_cast<size_t>(n));
-    for (int64_t r = 0; r < rows; ++r) {
-      detail::convert_row(grad + r * n, g_row.data(), n);
-      detail::convert_row(x + r * n, x_row.data(), n);
-      dispatch<A>(g_row.data(), x_row.data(), w, dx_row.data(), dw, 1, n, a_eps, center);
-      detail::convert_row(dx_row.data(), dx + r * n, n);
+  // Row chunks run on the current pool (core/parallel.h); each sums its rows' weight gradient
+  // into its own row of partials, and the partials add up in chunk order below: the chunks
+  // depend only on the shape, so the bits do not depend on the thread count.
+  const int64_t grain = rows_per_chunk(n);
+  const Chunks chunks(rows, grain);
+  std::vector<A> partials(dweight != nullptr ? static_cast<size_t>(chunks.count * n) : 0, A(0));
+  parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    A* dw = dweight != nullptr ? partials.data() + (begin / chunks.size) * n : nullptr;
+    if constexpr (std::is_same_v<T, A>) {
+      dispatch<A>(grad + begin * n, x + begin * n, w, dx + begin * n, dw, end - begin, n, a_eps, center);
+    } else {
+      // Storage-only types (bfloat16) go through float32 scratch rows.
+      std::vector<A> g_row(static_cast<size_t>(n)), x_row(static_cast<size_t>(n)), dx_row(static_cast<size_t>(n));
+      for (int64_t r = begin; r < end; ++r) {
+        detail::convert_row(grad + r * n, g_row.data(), n);
+        detail::convert_row(x + r * n, x_row.data(), n);
+        dispatch<A>(g_row.data(), x_row.data(), w, dx_row.data(), dw, 1, n, a_eps, center);
+        detail::convert_row(dx_row.data(), dx + r * n, n);
+      }
     }
+  });
+  if (dweight == nullptr) return;
+  std::vector<A> dw(static_cast<size_t>(n), A(0));
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    const A* part = partials.data() + c * n;
+    for (int64_t i = 0; i < n; ++i) dw[static_cast<size_t>(i)] += part[i];
   }
-  if (dweight != nullptr) detail::convert_row(dw_acc.data(), dweight, n);
+  detail::convert_row(dw.data(), dweight, n);
 }
 
 template void norm_backward<float>(const float*, const float*, const float*, float*, float*, int64_t, int64_t, double,

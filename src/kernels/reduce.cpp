@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/row_clones.h"
+#include "parallax/core/parallel.h"
 
 namespace px::kernels {
 
@@ -173,14 +174,26 @@ typename Op::Acc reduce_block(const T* base, const ReducePlan& plan) {
   return acc;
 }
 
-// Row reductions: the reduced elements of one output are the inner loop.
+// The input offsets of the outputs of (shape, strides), in row-major order.
+std::vector<int64_t> offsets_of(std::span<const int64_t> shape, std::span<const int64_t> strides) {
+  std::vector<int64_t> offsets;
+  offsets.reserve(static_cast<size_t>(numel(shape)));
+  for_each_row(shape, strides, [&](int64_t offset, int64_t count, int64_t stride) {
+    for (int64_t j = 0; j < count; ++j) offsets.push_back(offset + j * stride);
+  });
+  return offsets;
+}
+
+// Row reductions: the reduced elements of one output are the inner loop. Outputs are
+// independent, so they run on the current pool (core/parallel.h), each computed as alone.
 template <class Op, class T>
 void reduce_rows(const T* in, const ReducePlan& plan, T* out, double scale) {
-  int64_t position = 0;
-  for_each_row(plan.kept_shape, plan.kept_strides, [&](int64_t offset, int64_t count, int64_t stride) {
-    for (int64_t j = 0; j < count; ++j)
-      out[position++] = Op::finish(reduce_block<Op>(in + offset + j * stride, plan), scale);
-  });
+  const std::vector<int64_t> offsets = offsets_of(plan.kept_shape, plan.kept_strides);
+  parallel_for(static_cast<int64_t>(offsets.size()), rows_per_chunk(plan.reduced_count()),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t i = begin; i < end; ++i)
+                   out[i] = Op::finish(reduce_block<Op>(in + offsets[static_cast<size_t>(i)], plan), scale);
+               });
 }
 
 // Four rows per pass over the accumulators: a quarter of their loads and stores.
@@ -202,25 +215,34 @@ PX_ROW_CLONES void accumulate_rows(typename Op::Acc* __restrict acc, const T* da
 }
 
 // Column reductions: the innermost kept dim is the inner loop, so whole rows of
-// the input accumulate into a row of accumulators (e.g. summing a batch dim away).
+// the input accumulate into a row of accumulators (e.g. summing a batch dim away). Blocks of
+// columns run on the current pool; each column accumulates in the same order as without it.
 template <class Op, class T>
 void reduce_columns(const T* in, const ReducePlan& plan, T* out, double scale) {
+  constexpr int64_t kColumnBlock = 256;
   size_t outer_rank = plan.kept_shape.size() - 1;
   int64_t width = plan.kept_shape.back();
   int64_t width_stride = plan.kept_strides.back();
-  std::span<const int64_t> outer_shape(plan.kept_shape.data(), outer_rank);
-  std::span<const int64_t> outer_strides(plan.kept_strides.data(), outer_rank);
-  std::vector<typename Op::Acc> acc(static_cast<size_t>(width));
-  int64_t position = 0;
-  auto one_row_of_outputs = [&](int64_t kept_offset) {
-    std::fill(acc.begin(), acc.end(), Op::init());
-    for_each_row(plan.reduced_shape, plan.reduced_strides, [&](int64_t offset, int64_t count, int64_t stride) {
-      accumulate_rows<Op>(acc.data(), in + kept_offset + offset, count, stride, width, width_stride);
-    });
-    for (int64_t j = 0; j < width; ++j) out[position++] = Op::finish(acc[static_cast<size_t>(j)], scale);
-  };
-  for_each_row(outer_shape, outer_strides, [&](int64_t offset, int64_t count, int64_t stride) {
-    for (int64_t i = 0; i < count; ++i) one_row_of_outputs(offset + i * stride);
+  const std::vector<int64_t> outer = offsets_of(std::span<const int64_t>(plan.kept_shape.data(), outer_rank),
+                                                std::span<const int64_t>(plan.kept_strides.data(), outer_rank));
+  const int64_t blocks_per_row = (width + kColumnBlock - 1) / kColumnBlock;
+  const int64_t pieces = static_cast<int64_t>(outer.size()) * blocks_per_row;
+  const int64_t grain =
+      std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, plan.reduced_count() * kColumnBlock));
+  parallel_for(pieces, grain, [&](int64_t begin, int64_t end) {
+    std::vector<typename Op::Acc> acc(static_cast<size_t>(std::min(width, kColumnBlock)));
+    for (int64_t piece = begin; piece < end; ++piece) {
+      const int64_t row = piece / blocks_per_row;
+      const int64_t j0 = (piece % blocks_per_row) * kColumnBlock;
+      const int64_t columns = std::min(kColumnBlock, width - j0);
+      const int64_t kept_offset = outer[static_cast<size_t>(row)] + j0 * width_stride;
+      std::fill(acc.begin(), acc.begin() + columns, Op::init());
+      for_each_row(plan.reduced_shape, plan.reduced_strides, [&](int64_t offset, int64_t count, int64_t stride) {
+        accumulate_rows<Op>(acc.data(), in + kept_offset + offset, count, stride, columns, width_stride);
+      });
+      T* out_row = out + row * width + j0;
+      for (int64_t j = 0; j < columns; ++j) out_row[j] = Op::finish(acc[static_cast<size_t>(j)], scale);
+    }
   });
 }
 

@@ -1,3 +1,7 @@
+// sqrt without errno, so that the AdamW loop vectorizes (sqrt of a negative never happens there,
+// and IEEE sqrt is correctly rounded in every lane width: the bits do not change).
+#pragma GCC optimize("no-math-errno")
+
 #include "parallax/runtime/optimizer.h"
 
 #include <array>
@@ -6,7 +10,9 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/row_clones.h"
 #include "parallax/core/error.h"
+#include "parallax/core/parallel.h"
 #include "parallax/kernels/strided_iter.h"
 
 namespace px::runtime {
@@ -103,6 +109,36 @@ C lerp(C self, C end, C weight) {
   return std::abs(weight) < C(0.5) ? self + weight * (end - self) : end - (end - self) * (C(1) - weight);
 }
 
+// The scalars of one AdamW step, rounded once to the compute type.
+template <class C>
+struct AdamWScalars {
+  C decay, one_minus_beta1, beta2, one_minus_beta2, correction2, eps, neg_step_size;
+};
+
+template <class T, class C>
+inline void adamw_element(T& p, const T& g, C& m, C& v, const AdamWScalars<C>& k) {
+  C gv = load(g);
+  C pv = load(p) * k.decay;                         // param.mul_(1 - lr * weight_decay)
+  C mv = lerp(m, gv, k.one_minus_beta1);            // exp_avg.lerp_(grad, 1 - beta1)
+  C vv = v * k.beta2;                               // exp_avg_sq.mul_(beta2)
+  vv = vv + k.one_minus_beta2 * gv * gv;            // .addcmul_(grad, grad, value=1 - beta2)
+  C denom = std::sqrt(vv) / k.correction2 + k.eps;  // (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps)
+  pv = pv + k.neg_step_size * mv / denom;           // param.addcdiv_(exp_avg, denom, value=-step_size)
+  m = mv;
+  v = vv;
+  p = store<T>(pv);
+}
+
+// Contiguous parameter and gradient: a loop over unaliased pointers, which g++ vectorizes.
+template <class T, class C>
+PX_ROW_CLONES void adamw_contiguous(T* __restrict p, const T* __restrict g, C* __restrict m, C* __restrict v, int64_t n,
+                                    const AdamWScalars<C>& k) {
+  for (int64_t i = 0; i < n; ++i) adamw_element(p[i], g[i], m[i], v[i], k);
+}
+
+// Elements per parallel chunk: enough that a chunk outlasts waking a thread.
+constexpr int64_t kOptimizerGrain = int64_t{1} << 15;
+
 template <class T>
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   int64_t step, const AdamWOptions& o) {
@@ -112,27 +148,24 @@ void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
   const double bias_correction2 = 1.0 - std::pow(o.beta2, static_cast<double>(step));
   const double step_size = o.lr / bias_correction1;
   const double bias_correction2_sqrt = std::pow(bias_correction2, 0.5);
-  const C decay = static_cast<C>(1.0 - o.lr * o.weight_decay);
-  const C one_minus_beta1 = static_cast<C>(1.0 - o.beta1);
-  const C beta2 = static_cast<C>(o.beta2);
-  const C one_minus_beta2 = static_cast<C>(1.0 - o.beta2);
-  const C correction2 = static_cast<C>(bias_correction2_sqrt);
-  const C eps = static_cast<C>(o.eps);
-  const C neg_step_size = static_cast<C>(-step_size);
+  const AdamWScalars<C> k{static_cast<C>(1.0 - o.lr * o.weight_decay),
+                          static_cast<C>(1.0 - o.beta1),
+                          static_cast<C>(o.beta2),
+                          static_cast<C>(1.0 - o.beta2),
+                          static_cast<C>(bias_correction2_sqrt),
+                          static_cast<C>(o.eps),
+                          static_cast<C>(-step_size)};
   C* m = exp_avg.data<C>();
   C* v = exp_avg_sq.data<C>();
-  for_each_element<T>(param, grad, [&](T& p, const T& g, int64_t s) {
-    C gv = load(g);
-    C pv = load(p) * decay;                       // param.mul_(1 - lr * weight_decay)
-    C mv = lerp(m[s], gv, one_minus_beta1);       // exp_avg.lerp_(grad, 1 - beta1)
-    C vv = v[s] * beta2;                          // exp_avg_sq.mul_(beta2)
-    vv = vv + one_minus_beta2 * gv * gv;          // .addcmul_(grad, grad, value=1 - beta2)
-    C denom = std::sqrt(vv) / correction2 + eps;  // (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps)
-    pv = pv + neg_step_size * mv / denom;         // param.addcdiv_(exp_avg, denom, value=-step_size)
-    m[s] = mv;
-    v[s] = vv;
-    p = store<T>(pv);
-  });
+  if (param.is_contiguous() && grad.is_contiguous()) {
+    T* p = param.data<T>();
+    const T* g = grad.data<T>();
+    parallel_for(param.numel(), kOptimizerGrain, [&](int64_t begin, int64_t end) {
+      adamw_contiguous(p + begin, g + begin, m + begin, v + begin, end - begin, k);
+    });
+    return;
+  }
+  for_each_element<T>(param, grad, [&](T& p, const T& g, int64_t s) { adamw_element(p, g, m[s], v[s], k); });
 }
 
 // visit_dtype for the floating dtypes only (the constructor rejects the others).

@@ -1,6 +1,7 @@
 // Sample calls of the NN family's ops. Inputs are float64 and kept away from
 // kinks and ties so that central finite differences are accurate to ~1e-9.
 
+#include "parallax/ops/nn.h"
 #include "support/op_samples.h"
 #include "support/test_util.h"
 
@@ -23,6 +24,23 @@ std::vector<OpSample> softmax_samples() {
     out.push_back({op, {rand64({2, 3, 4}, 2)}, {{"dim", int64_t{1}}}, true, "middle_dim"});
     out.push_back({op, {non_contiguous(rand64({4, 6}, 3))}, {{"dim", int64_t{0}}}, true, "non_contiguous"});
   }
+  // The backward ops (the forwards' VJPs as one op each; not differentiable themselves), y a forward's output.
+  Tensor x = rand64({2, 3, 4}, 4);
+  out.push_back({"softmax_backward", {rand64({3, 5}, 5), softmax(rand64({3, 5}, 6), -1)}, {}, false, "last_dim"});
+  out.push_back({"softmax_backward",
+                 {non_contiguous(rand64({4, 6}, 7)), non_contiguous(softmax(rand64({4, 6}, 8), 0))},
+                 {{"dim", int64_t{0}}},
+                 false,
+                 "non_contiguous"});
+  out.push_back({"softmax_backward",
+                 {random_tensor({3, 8}, DType::BFloat16, 9), softmax(random_tensor({3, 8}, DType::BFloat16, 10), -1)},
+                 {},
+                 false,
+                 "bf16"});
+  out.push_back(
+      {"log_softmax_backward", {rand64({2, 3, 4}, 11), log_softmax(x, 1)}, {{"dim", int64_t{1}}}, false, "middle_dim"});
+  out.push_back(
+      {"log_softmax_backward", {rand64({3, 5}, 12), log_softmax(rand64({3, 5}, 13), -1)}, {}, false, "last_dim"});
   return out;
 }
 

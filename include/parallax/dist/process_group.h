@@ -81,9 +81,14 @@ Backend resolve_backend(Backend requested);
 
 struct LaunchOptions {
   Backend backend = Backend::Auto;
+  // Threads of each rank's kernel pool (core/parallel.h), the rank's own thread included; 0
+  // applies the core-sharing rule: available_cores() / (ranks on this machine), at least 1.
+  int threads_per_rank = 0;
 };
 
-// Runs fn(rank, group) on every rank and returns when all have finished. Threads backend:
+// Runs fn(rank, group) on every rank and returns when all have finished. Every rank runs inside a
+// ParallelScope of its own ThreadPool (options.threads_per_rank threads), and OpenBLAS runs
+// single-threaded until launch returns (its previous thread count is restored then). Threads backend:
 // world_size threads; MPI backend: this process's rank (world_size must equal the MPI job's
 // size, or be 0 for "whatever mpirun started"). If any rank throws, every other rank's pending
 // and later collectives fail with CommError, and launch rethrows the first error (by rank

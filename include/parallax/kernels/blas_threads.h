@@ -1,8 +1,7 @@
 #pragma once
-// The BLAS thread count. Parallax kernels never start threads of their own;
-// GEMM runs inside OpenBLAS, whose thread pool is OpenBLAS's own PROCESS-WIDE
-// setting: changing it affects every GEMM in the process, on every thread.
-// When ranks run as threads, set it to 1 (each rank is one thread) before they start.
+// The BLAS thread count: OpenBLAS's own PROCESS-WIDE setting, which affects every GEMM in the
+// process, on every thread. dist::launch sets it to 1 so that GEMMs split over each rank's own
+// pool instead (the core-sharing rule is in core/parallel.h).
 
 #include <string>
 

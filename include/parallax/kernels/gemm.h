@@ -3,7 +3,10 @@
 // matrices used in place when they are row-major or column-major (a column-major
 // operand is passed as CblasTrans); only a matrix that is neither is copied.
 // bfloat16 converts to float32, multiplies there and rounds back.
-// OpenBLAS's own thread pool does the threading: see blas_threads.h.
+// A large GEMM is always computed as a few whole-k GEMMs over blocks of C's rows or columns
+// chosen from its shape alone (OpenBLAS rounds differently at block edges, so this keeps the
+// bits independent of the thread count); with OpenBLAS single-threaded and a pool in scope
+// (core/parallel.h) the blocks run in parallel, and a batch runs its GEMMs in parallel.
 
 #include <cstdint>
 

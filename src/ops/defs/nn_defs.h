@@ -13,6 +13,8 @@ namespace px::defs {
 
 OpDef def_softmax();
 OpDef def_log_softmax();
+OpDef def_softmax_backward();
+OpDef def_log_softmax_backward();
 OpDef def_layer_norm();
 OpDef def_layer_norm_backward();
 OpDef def_rms_norm();

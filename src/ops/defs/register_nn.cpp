@@ -6,6 +6,8 @@ namespace px::defs {
 void register_nn_ops(Registry& registry) {
   registry.add(def_softmax());
   registry.add(def_log_softmax());
+  registry.add(def_softmax_backward());
+  registry.add(def_log_softmax_backward());
   registry.add(def_layer_norm());
   registry.add(def_layer_norm_backward());
   registry.add(def_rms_norm());
