@@ -55,4 +55,16 @@ inline Tensor contiguous_input(const Tensor& tensor) { return tensor.is_contiguo
 // "x f32[4,8]": how errors name an input.
 inline std::string named(std::string_view name, const TensorMeta& meta) { return std::string(name) + " " + meta.str(); }
 
+// The checks every fused backward starts with: `of` (named `of_name`) is floating, all inputs share
+// its dtype, and the incoming gradient (inputs[0]) has its shape. `of_role` ends the shape error.
+inline void require_gradient_of(std::string_view op, const std::vector<TensorMeta>& inputs, const TensorMeta& of,
+                                std::string_view of_name, std::string_view of_role = "") {
+  require_floating(op, of);
+  require_same_dtype(op, inputs);
+  if (inputs[0].shape != of.shape) {
+    throw ShapeError(std::string(op) + ": " + named("grad", inputs[0]) + " must have the shape of " +
+                     named(of_name, of) + std::string(of_role));
+  }
+}
+
 }  // namespace px::defs

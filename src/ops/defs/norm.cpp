@@ -88,13 +88,8 @@ std::vector<Tensor> run_rms_norm(const std::vector<Tensor>& inputs, const Attrs&
 
 std::vector<TensorMeta> infer_norm_backward(std::string_view op, const std::vector<TensorMeta>& inputs,
                                             const Attrs& attrs) {
-  const TensorMeta& grad = inputs[0];
   const TensorMeta& x = inputs[1];
-  require_floating(op, x);
-  require_same_dtype(op, inputs);
-  if (grad.shape != x.shape) {
-    throw ShapeError(std::string(op) + ": " + named("grad", grad) + " must have the shape of " + named("x", x));
-  }
+  require_gradient_of(op, inputs, x, "x");
   Shape normalized = normalized_shape(op, x, attrs);
   std::vector<TensorMeta> outputs{x};
   if (inputs.size() > 2) {

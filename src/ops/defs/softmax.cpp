@@ -108,14 +108,8 @@ OpDef softmax_like(std::string name, bool log) {
 
 std::vector<TensorMeta> infer_softmax_backward(std::string_view op, const std::vector<TensorMeta>& inputs,
                                                const Attrs& attrs) {
-  const TensorMeta& grad = inputs[0];
   const TensorMeta& y = inputs[1];
-  require_floating(op, y);
-  require_same_dtype(op, inputs);
-  if (grad.shape != y.shape) {
-    throw ShapeError(std::string(op) + ": " + named("grad", grad) + " must have the shape of " + named("y", y) +
-                     " (the forward's output)");
-  }
+  require_gradient_of(op, inputs, y, "y", " (the forward's output)");
   softmax_dim(op, y, attrs);
   return {y};
 }
