@@ -101,6 +101,7 @@ int run_plan(const PlanArguments& args) {
               << "mesh    " << mesh.str() << " of " << options.device.name << ", batch " << batch;
     if (model.kind != nn::ModelSpec::Kind::Mlp) std::cout << " x seq " << seq;
     std::cout << "\n";
+    for (const std::string& note : model.notes) std::cout << "note    " << note << "\n";
     if (!options.precision.empty()) std::cout << "dtypes  " << options.precision.str() << "\n";
     std::cout << std::flush;
 
@@ -197,7 +198,10 @@ Command add_plan_command(CLI::App& app) {
       "hand-written baselines (DP, FSDP, TP, FSDP+TP) priced by the same cost model");
   std::string names;
   for (const std::string& name : nn::zoo_names()) names += (names.empty() ? "" : ", ") + name;
-  sub->add_option("--model", args->model, "A zoo model (" + names + ") or a JSON config file")->required();
+  sub->add_option(
+         "--model", args->model,
+         "A zoo model (" + names + "), a JSON config file, or a Hugging Face model directory (its config.json)")
+      ->required();
   sub->add_option("--mesh", args->mesh, "Mesh shape: 8, 8x8, 2,2,2")->check(mesh_validator())->capture_default_str();
   sub->add_option("--mesh-dims", args->mesh_dims, "Mesh dim names, comma-separated (default dp / dp,tp)");
   sub->add_option("--batch", args->batch, "Global batch (default: one sample per device)")->check(CLI::PositiveNumber);

@@ -220,6 +220,7 @@ int run_run(const RunArguments& args) {
            << " backend, batch " << data.batch;
       if (spec.kind != nn::ModelSpec::Kind::Mlp) *out << " x seq " << data.seq;
       *out << ", " << args.steps << " steps of " << args.optimizer << " (lr " << args.lr << ")\n";
+      for (const std::string& note : spec.notes) *out << "note    " << note << "\n";
       const MixedPrecisionPolicy policy = precision_policy(args.precision);
       if (!policy.empty()) *out << "dtypes  " << policy.str() << "\n";
       if (backend == dist::Backend::Threads) {
@@ -338,7 +339,10 @@ Command add_run_command(CLI::App& app) {
       "mpirun; --check compares with a single-device run");
   std::string names;
   for (const std::string& name : nn::zoo_names()) names += (names.empty() ? "" : ", ") + name;
-  sub->add_option("--model", args->model, "A zoo model (" + names + ") or a JSON config file")->required();
+  sub->add_option(
+         "--model", args->model,
+         "A zoo model (" + names + "), a JSON config file, or a Hugging Face model directory (its config.json)")
+      ->required();
   sub->add_option("--mesh", args->mesh, "Mesh shape: 4, 2x2, 2,2")->check(mesh_validator())->capture_default_str();
   sub->add_option("--mesh-dims", args->mesh_dims, "Mesh dim names, comma-separated (default dp / dp,tp)");
   sub->add_option("--batch", args->batch, "Global batch")->check(CLI::PositiveNumber)->capture_default_str();

@@ -8,16 +8,15 @@
 namespace px::kernels {
 
 template <class T>
-void rope(const T* x, T* y, int64_t batch, int64_t seq, int64_t dim, double theta, bool inverse) {
+void rope(const T* x, T* y, int64_t batch, int64_t seq, int64_t dim, const double* frequency, bool inverse) {
   using A = detail::Acc<T>;
   int64_t half = dim / 2;
   // cos and sin per (position, pair), shared by every batch row.
   std::vector<A> cos_table(static_cast<size_t>(seq * half)), sin_table(static_cast<size_t>(seq * half));
   double sign = inverse ? -1.0 : 1.0;
   for (int64_t i = 0; i < half; ++i) {
-    double frequency = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
     for (int64_t t = 0; t < seq; ++t) {
-      double angle = sign * static_cast<double>(t) * frequency;
+      double angle = sign * static_cast<double>(t) * frequency[i];
       cos_table[t * half + i] = static_cast<A>(std::cos(angle));
       sin_table[t * half + i] = static_cast<A>(std::sin(angle));
     }
@@ -38,8 +37,8 @@ void rope(const T* x, T* y, int64_t batch, int64_t seq, int64_t dim, double thet
   }
 }
 
-template void rope<float>(const float*, float*, int64_t, int64_t, int64_t, double, bool);
-template void rope<double>(const double*, double*, int64_t, int64_t, int64_t, double, bool);
-template void rope<BFloat16>(const BFloat16*, BFloat16*, int64_t, int64_t, int64_t, double, bool);
+template void rope<float>(const float*, float*, int64_t, int64_t, int64_t, const double*, bool);
+template void rope<double>(const double*, double*, int64_t, int64_t, int64_t, const double*, bool);
+template void rope<BFloat16>(const BFloat16*, BFloat16*, int64_t, int64_t, int64_t, const double*, bool);
 
 }  // namespace px::kernels

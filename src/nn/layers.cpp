@@ -122,9 +122,10 @@ AttentionConfig checked(AttentionConfig config) {
 CausalSelfAttention::CausalSelfAttention(const AttentionConfig& config, DType dtype)
     : config_(checked(config)), head_dim_(config_.dim / config_.n_heads) {
   int64_t dim = config_.dim, q_dim = config_.n_heads * head_dim_, kv_dim = config_.n_kv_heads * head_dim_;
-  wq_ = register_module("wq", std::make_shared<Linear>(dim, q_dim, config_.bias, dtype));
-  wk_ = register_module("wk", std::make_shared<Linear>(dim, kv_dim, config_.bias, dtype));
-  wv_ = register_module("wv", std::make_shared<Linear>(dim, kv_dim, config_.bias, dtype));
+  const bool qkv_bias = config_.bias || config_.qkv_bias;
+  wq_ = register_module("wq", std::make_shared<Linear>(dim, q_dim, qkv_bias, dtype));
+  wk_ = register_module("wk", std::make_shared<Linear>(dim, kv_dim, qkv_bias, dtype));
+  wv_ = register_module("wv", std::make_shared<Linear>(dim, kv_dim, qkv_bias, dtype));
   wo_ = register_module("wo", std::make_shared<Linear>(q_dim, dim, config_.bias, dtype));
 }
 
@@ -142,8 +143,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   Tensor k = split_heads((*wk_)(x), kv_heads);
   Tensor v = split_heads((*wv_)(x), kv_heads);
   if (config_.rope) {
-    q = px::rope(q, config_.rope_theta);
-    k = px::rope(k, config_.rope_theta);
+    q = px::rope(q, config_.rope_theta, false, config_.rope_scaling);
+    k = px::rope(k, config_.rope_theta, false, config_.rope_scaling);
   }
   if (kv_heads != heads) {
     // [B, KV, T, hd] -> [B, KV, H/KV, T, hd] -> [B, H, T, hd]: head h reads KV head h / (H/KV).

@@ -44,14 +44,14 @@ GPT::GPT(const GPTConfig& config) : config_(config) {
   BlockConfig block{.attention = {.dim = config.dim, .n_heads = config.n_heads, .bias = true},
                     .norm = NormKind::LayerNorm,
                     .mlp = Activation::Gelu,
-                    .hidden = 4 * config.dim,
-                    .eps = 1e-5,
+                    .hidden = config.ffn_hidden > 0 ? config.ffn_hidden : 4 * config.dim,
+                    .eps = config.norm_eps,
                     .mlp_bias = true};
   h_ = register_module("h", std::make_shared<ModuleList<TransformerBlock>>());
   for (int64_t i = 0; i < config.n_layers; ++i) h_->push_back(std::make_shared<TransformerBlock>(block, dtype));
-  ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(config.dim, 1e-5, dtype));
+  ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(config.dim, config.norm_eps, dtype));
   lm_head_ = register_module("lm_head", std::make_shared<Linear>(config.dim, config.vocab, false, dtype));
-  lm_head_->weight_slot() = wte_->weight();  // tied: one tensor in two slots
+  if (config.tie_embeddings) lm_head_->weight_slot() = wte_->weight();  // one tensor in two slots
 }
 
 Tensor GPT::forward(const Tensor& tokens) {
@@ -97,24 +97,34 @@ Llama::Llama(const LlamaConfig& config) : config_(config) {
   BlockConfig block{.attention = {.dim = config.dim,
                                   .n_heads = config.n_heads,
                                   .n_kv_heads = config.n_kv_heads,
-                                  .bias = false,
+                                  .bias = config.attention_bias,
+                                  .qkv_bias = config.qkv_bias,
                                   .rope = true,
-                                  .rope_theta = config.rope_theta},
+                                  .rope_theta = config.rope_theta,
+                                  .rope_scaling = config.rope_scaling},
                     .norm = NormKind::RMSNorm,
                     .mlp = Activation::SwiGLU,
                     .hidden = config.ffn_hidden,
                     .eps = config.norm_eps,
-                    .mlp_bias = false};
+                    .mlp_bias = config.mlp_bias};
   layers_ = register_module("layers", std::make_shared<ModuleList<TransformerBlock>>());
   for (int64_t i = 0; i < config.n_layers; ++i) {
     layers_->push_back(std::make_shared<TransformerBlock>(block, dtype));
   }
   norm_ = register_module("norm", std::make_shared<RMSNorm>(config.dim, config.norm_eps, dtype));
   output_ = register_module("output", std::make_shared<Linear>(config.dim, config.vocab, false, dtype));
+  if (config.tie_embeddings) output_->weight_slot() = tok_embeddings_->weight();  // one tensor in two slots
 }
 
 Tensor Llama::forward(const Tensor& tokens) {
   check_tokens("Llama", tokens, config_.max_seq);
+  if (config_.sliding_window > 0 && tokens.size(1) > config_.sliding_window) {
+    // Up to the window, windowed attention is plain causal attention; beyond it, it is not.
+    throw ValueError("Llama: sequence length " + std::to_string(tokens.size(1)) + " exceeds the sliding_window " +
+                     std::to_string(config_.sliding_window) +
+                     "; attention within a sliding window is not implemented (it equals causal attention up to the "
+                     "window)");
+  }
   Tensor x = (*tok_embeddings_)(tokens);
   x = (*layers_)(x);
   return (*output_)((*norm_)(x));

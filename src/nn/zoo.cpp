@@ -117,13 +117,22 @@ std::string ModelSpec::describe() const {
           << dtype_name(mlp.dtype);
       break;
     case Kind::Gpt:
-      out << "GPT, " << gpt.n_layers << " layers, dim " << gpt.dim << ", " << gpt.n_heads << " heads, vocab "
-          << gpt.vocab << ", max_seq " << gpt.max_seq << ", " << dtype_name(gpt.dtype);
+      out << (architecture.empty() ? "GPT" : architecture) << ", " << gpt.n_layers << " layers, dim " << gpt.dim << ", "
+          << gpt.n_heads << " heads, vocab " << gpt.vocab << ", max_seq " << gpt.max_seq << ", "
+          << dtype_name(gpt.dtype);
+      if (gpt.ffn_hidden > 0 && gpt.ffn_hidden != 4 * gpt.dim) out << ", FFN " << gpt.ffn_hidden;
+      if (!gpt.tie_embeddings) out << ", untied lm_head";
       break;
     case Kind::Llama:
-      out << "LLaMA, " << llama.n_layers << " layers, dim " << llama.dim << ", " << llama.n_heads << " heads ("
-          << llama.n_kv_heads << " KV), FFN " << llama.ffn_hidden << ", vocab " << llama.vocab << ", max_seq "
-          << llama.max_seq << ", " << dtype_name(llama.dtype);
+      out << (architecture.empty() ? "LLaMA" : architecture) << ", " << llama.n_layers << " layers, dim " << llama.dim
+          << ", " << llama.n_heads << " heads (" << llama.n_kv_heads << " KV), FFN " << llama.ffn_hidden << ", vocab "
+          << llama.vocab << ", max_seq " << llama.max_seq << ", " << dtype_name(llama.dtype);
+      if (llama.tie_embeddings) out << ", tied embeddings";
+      if (llama.attention_bias) out << ", attention biases";
+      if (llama.qkv_bias) out << ", q/k/v biases";
+      if (llama.mlp_bias) out << ", MLP biases";
+      if (llama.rope_scaling.scales()) out << ", rope scaled x" << llama.rope_scaling.factor;
+      if (llama.sliding_window > 0) out << ", window " << llama.sliding_window;
       break;
   }
   return out.str();
@@ -230,14 +239,18 @@ ModelSpec model_from_json(const std::string& json_text, const std::string& where
 ModelSpec load_model(const std::string& name_or_path) {
   if (std::optional<ModelSpec> spec = make_zoo_model(name_or_path)) return *spec;
   std::error_code error;
-  if (!std::filesystem::is_regular_file(name_or_path, error)) {
-    throw ValueError("'" + name_or_path + "' is neither a zoo model (" + joined_names() + ") nor a config file");
+  const bool directory = std::filesystem::is_directory(name_or_path, error);
+  const std::string path = directory ? (std::filesystem::path(name_or_path) / "config.json").string() : name_or_path;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw ValueError(directory ? "'" + name_or_path + "' is a directory without a Hugging Face config.json"
+                               : "'" + name_or_path + "' is neither a zoo model (" + joined_names() +
+                                     "), a config file nor a Hugging Face model directory");
   }
-  std::ifstream file(name_or_path);
+  std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();
-  if (!file) throw ValueError("cannot read model config '" + name_or_path + "'");
-  return model_from_json(text.str(), name_or_path);
+  if (!file) throw ValueError("cannot read model config '" + path + "'");
+  return directory ? model_from_hf_config(text.str(), path) : model_from_json(text.str(), path);
 }
 
 MlpLoss::MlpLoss(const MlpConfig& config) {

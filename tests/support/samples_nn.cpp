@@ -154,6 +154,17 @@ std::vector<OpSample> rope_dropout_samples() {
        {{"theta", 100.0}, {"inverse", true}},
        true,
        "inverse_non_contiguous"},
+      // Llama 3's scaling at a context of 16 positions: of head dim 16's 8 pairs, the two slowest are
+      // slowed by the factor, the fastest kept, and those between blended.
+      {"rope",
+       {rand64({2, 5, 16}, 63)},
+       {{"theta", 500.0},
+        {"scale_factor", 8.0},
+        {"low_freq_factor", 1.0},
+        {"high_freq_factor", 4.0},
+        {"original_max_seq", int64_t{16}}},
+       true,
+       "llama3_scaling"},
       {"dropout", {rand64({4, 5}, 62)}, {{"p", 0.3}, {"seed", int64_t{7}}, {"offset", int64_t{11}}}, true, "p0_3"},
   };
 }

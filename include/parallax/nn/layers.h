@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "parallax/nn/module.h"
+#include "parallax/ops/nn.h"
 
 namespace px::nn {
 
@@ -125,8 +126,10 @@ struct AttentionConfig {
   int64_t n_heads = 1;
   int64_t n_kv_heads = 0;  // 0: as many as n_heads (plain multi-head attention)
   bool bias = false;       // on all four projections
+  bool qkv_bias = false;   // on q, k and v only (Qwen2)
   bool rope = false;       // rotary embedding on q and k
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling{};  // Llama 3's frequency scaling; none by default
 };
 
 // Causal multi-head self-attention with grouped KV heads: x [B, T, D] ->

@@ -22,6 +22,9 @@ struct GPTConfig {
   int64_t dim = 32;
   int64_t n_layers = 2;
   int64_t n_heads = 4;
+  int64_t ffn_hidden = 0;  // the MLP's hidden size; 0: 4 * dim
+  double norm_eps = 1e-5;
+  bool tie_embeddings = true;  // lm_head reads wte's weight
   DType dtype = DType::Float32;
 };
 
@@ -31,7 +34,7 @@ GPTConfig gpt_mini();
 GPTConfig gpt2_124m();
 
 // Learned token and position embeddings, pre-LayerNorm blocks with biases and a
-// gelu(tanh) MLP of 4 * dim, a final LayerNorm and an LM head tied to wte.
+// gelu(tanh) MLP (of 4 * dim by default), a final LayerNorm and an LM head (tied to wte by default).
 class GPT : public ModuleBase<GPT> {
  public:
   explicit GPT(const GPTConfig& config);
@@ -63,6 +66,12 @@ struct LlamaConfig {
   int64_t ffn_hidden = 64;
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling{};   // Llama 3.1's; none by default
+  bool tie_embeddings = false;  // output reads tok_embeddings' weight
+  bool attention_bias = false;  // on q, k, v and o
+  bool qkv_bias = false;        // on q, k and v only (Qwen2)
+  bool mlp_bias = false;        // on w1, w2, w3
+  int64_t sliding_window = 0;   // Mistral's attention window; 0: none. Longer sequences are refused.
   DType dtype = DType::Float32;
 };
 
@@ -76,7 +85,9 @@ LlamaConfig llama3_8b();
 LlamaConfig llama3_70b();
 
 // Token embeddings, pre-RMSNorm blocks with rotary grouped-query attention and a
-// SwiGLU MLP (no biases), a final RMSNorm and an untied output projection.
+// SwiGLU MLP (no biases by default), a final RMSNorm and an output projection (untied by default).
+// The family's variants (Mistral's window, Qwen2's q/k/v biases, Llama 3.1's rope scaling, tied
+// embeddings) are fields of the config.
 class Llama : public ModuleBase<Llama> {
  public:
   explicit Llama(const LlamaConfig& config);

@@ -12,6 +12,9 @@
 // norm_eps, rope_theta) for the others; "dtype" ("float32", "float64", "bfloat16", or f32, f64,
 // bf16) for all.
 // Missing fields take the -mini model's values; "base": "<zoo name>" starts from that model instead.
+//
+// A directory holding a Hugging Face config.json gives the model it describes (hf_architectures()
+// lists those Parallax builds); its weights, if any, are loaded separately (io/hf_weights.h).
 
 #include <cstdint>
 #include <memory>
@@ -37,6 +40,12 @@ struct ModelSpec {
   MlpConfig mlp;     // the field of `kind` is the one that counts
   GPTConfig gpt;
   LlamaConfig llama;
+  // The Hugging Face architecture it was read as ("LlamaForCausalLM", ...); empty for the zoo's
+  // models and Parallax's own configs.
+  std::string architecture;
+  // Settings of the config that Parallax accepts but does not follow, one sentence each (dropout
+  // probabilities, a float16 dtype run as float32): the tools print them.
+  std::vector<std::string> notes;
 
   // "llama3-8b: LLaMA, 32 layers, dim 4096, 32 heads (8 KV), FFN 14336, vocab 128256, float32"
   std::string describe() const;
@@ -50,7 +59,14 @@ std::vector<std::string> zoo_names();
 ModelSpec zoo_model(std::string_view name);
 // A config object (see above); ValueError naming `where` and the field for a malformed one.
 ModelSpec model_from_json(const std::string& json_text, const std::string& where = "model config");
-// A zoo name, or else the path of a JSON config file. ValueError when it is neither.
+// The Hugging Face architectures model_from_hf_config reads.
+std::vector<std::string> hf_architectures();
+// A Hugging Face config.json's text -> its model. ValueError naming `where` and the field for an
+// unknown architecture, an unknown field, or a field set to a value that would build a different
+// model than the config says.
+ModelSpec model_from_hf_config(const std::string& json_text, const std::string& where = "config.json");
+// A zoo name, the path of a JSON config file, or a directory with a Hugging Face config.json.
+// ValueError when it is none of these.
 ModelSpec load_model(const std::string& name_or_path);
 
 // loss = cross_entropy(mlp(x), y): x [batch, in] float, y int64 [batch]. The model is

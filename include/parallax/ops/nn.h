@@ -42,9 +42,23 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, std::string_vie
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false,
                                     double scale = 0.0);
 
-// Rotary embedding of x [..., T, D] on the pairs (x[2i], x[2i+1]) at position t by t * theta^(-2i/D);
-// inverse rotates back.
-Tensor rope(const Tensor& x, double theta = 10000.0, bool inverse = false);
+// Llama 3's rescaling of rope's frequencies (Hugging Face's rope_type "llama3"): a pair whose
+// wavelength 2π / f is longer than original_max_seq / low_freq_factor turns `factor` times slower,
+// one shorter than original_max_seq / high_freq_factor keeps f, and those between blend the two
+// linearly in original_max_seq / wavelength. factor 1 leaves every frequency as it is.
+struct RopeScaling {
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_seq = 8192;
+
+  bool scales() const { return factor != 1.0; }
+  friend bool operator==(const RopeScaling&, const RopeScaling&) = default;
+};
+
+// Rotary embedding of x [..., T, D] on the pairs (x[2i], x[2i+1]) at position t by t * f_i with
+// f_i = theta^(-2i/D), rescaled by `scaling`; inverse rotates back.
+Tensor rope(const Tensor& x, double theta = 10000.0, bool inverse = false, const RopeScaling& scaling = {});
 
 // Zeroes each element with probability p and scales the rest by 1 / (1 - p). The mask comes from
 // (seed, offset, element index); the generator form draws the offset and advances past numel elements.
