@@ -26,6 +26,7 @@
 #include "parallax/core/error.h"
 #include "parallax/core/parallel.h"
 #include "parallax/dist/process_group.h"
+#include "parallax/io/hf_model.h"
 #include "parallax/nn/zoo.h"
 #include "parallax/ops/factory.h"
 #include "parallax/plan/calibration.h"
@@ -62,6 +63,9 @@ struct RunArguments {
   bool op_profile = false;
   PrecisionArguments precision;
   std::string checkpointing = "auto";
+  std::string save;       // checkpoint directory written after the last step
+  std::string load;       // checkpoint directory to resume from
+  std::string export_hf;  // Hugging Face directory written after the last step
 };
 
 using Clock = std::chrono::steady_clock;
@@ -90,6 +94,11 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
         auto groups = std::make_shared<dist::MeshGroups>(mesh, world);
         std::ostream* print = rank == 0 ? out : nullptr;
         with_model(spec, [&](auto& model) {
+          // A Hugging Face directory with weights starts from them (else from the seed).
+          if (!spec.architecture.empty() && io::has_hf_weights(args.model)) {
+            io::load_hf_weights(model, spec, args.model, "model.");
+            if (print) *print << "weights " << args.model << " (Hugging Face safetensors)\n";
+          }
           AutoParallelOptions options;
           options.plan.device = plan::device_profile(args.device);
           options.plan.precision = precision_policy(args.precision);
@@ -122,16 +131,24 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
             std::ofstream(args.dump_graphs + "/rank" + std::to_string(rank) + ".txt")
                 << lower::dump({module.program()});
           }
+          if (!args.load.empty()) {
+            const int64_t bytes = module.load(args.load);
+            if (print) {
+              *print << "loaded  " << args.load << " at step " << module.steps_done() << " (rank 0 read " << std::fixed
+                     << std::setprecision(2) << static_cast<double>(bytes) / 1e6 << " MB)\n";
+            }
+          }
           std::vector<double> losses, seconds, executor_seconds;
           std::vector<std::vector<double>> node_seconds;
-          for (int64_t step = 0; step < args.steps; ++step) {
+          const int64_t first_step = module.steps_done();  // 0, or where a loaded checkpoint stopped
+          for (int64_t step = first_step; step < first_step + args.steps; ++step) {
             const auto [a, b] = data.at(step);
             const Clock::time_point start = Clock::now();
             module.train_step(a, b);
             seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
             losses.push_back(module.last_loss());
             // The first step pays for first-touch page faults and warm-up; keep it only when alone.
-            if (step > 0 || args.steps == 1) {
+            if (step > first_step || args.steps == 1) {
               executor_seconds.push_back(module.last_stats().seconds);
               if (args.op_profile) node_seconds.push_back(module.last_stats().node_seconds);
             }
@@ -139,6 +156,19 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
               *print << "step " << std::setw(4) << step + 1 << "  loss " << std::fixed << std::setprecision(6)
                      << losses.back() << "  " << std::setprecision(0)
                      << static_cast<double>(data.tokens_per_step()) / seconds.back() << " tokens/s" << std::endl;
+            }
+          }
+          if (!args.save.empty()) {
+            module.save(args.save);
+            if (print) *print << "saved   " << args.save << " at step " << module.steps_done() << "\n";
+          }
+          if (!args.export_hf.empty()) {
+            std::map<std::string, Tensor> whole;  // every rank gathers: full_tensor is collective
+            for (const std::string& name : module.parameter_names()) whole[name] = module.full_tensor(name);
+            if (rank == 0) {
+              io::save_hf_model(args.export_hf, spec,
+                                [&](const std::string& name) { return whole.at("model." + name); });
+              if (print) *print << "exported " << args.export_hf << " (Hugging Face " << spec.architecture << ")\n";
             }
           }
           Tensor peak = px::full({2}, 0.0, DType::Float64);
@@ -203,6 +233,10 @@ std::string compare(const RunResult& mesh_run, const RunResult& single, double t
 int run_run(const RunArguments& args) {
   try {
     nn::ModelSpec spec = nn::load_model(args.model);
+    if (!args.export_hf.empty() && spec.architecture.empty()) {
+      throw ValueError("--export-hf: " + spec.name +
+                       " was not read from a Hugging Face config, so it has no Hugging Face layout");
+    }
     const DType dtype = args.dtype == "f64" ? DType::Float64 : DType::Float32;
     spec.mlp.dtype = spec.gpt.dtype = spec.llama.dtype = dtype;
     const std::vector<int64_t> shape = parse_mesh(args.mesh);
@@ -248,6 +282,8 @@ int run_run(const RunArguments& args) {
       RunArguments reference = args;
       reference.plan = "solver";
       reference.op_profile = false;
+      reference.save.clear();  // the mesh run's outputs are the ones asked for
+      reference.export_hf.clear();
       if (talk) single = train(reference, spec, data, dist::DeviceMesh({1}), dist::Backend::Threads, nullptr);
       if (talk) mismatch = compare(result, single, tolerance);
     }
@@ -382,6 +418,14 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--parameters", args->parameters, "Rows of the parameter table (0: all)")->capture_default_str();
   add_precision_options(*sub, args->precision);
   add_checkpointing_option(*sub, args->checkpointing);
+  sub->add_option("--save", args->save,
+                  "Save a sharded checkpoint to DIR after the last step (each rank its shards; docs/checkpoint.md)");
+  sub->add_option("--load", args->load,
+                  "Resume from a checkpoint DIR saved on any mesh and plan: its parameters, optimizer state and step "
+                  "count (the steps and data continue from there)");
+  sub->add_option("--export-hf", args->export_hf,
+                  "After the last step, write the model as a Hugging Face directory (config.json, model.safetensors); "
+                  "for models read from a Hugging Face config");
   return {sub, [args] { return run_run(*args); }};
 }
 

@@ -275,6 +275,25 @@ Tensor Sgd::momentum_buffer(size_t index) const {
   return started_[index] ? buffers_[index] : Tensor();
 }
 
+std::vector<std::pair<std::string, Tensor>> Sgd::state_tensors(size_t index) const {
+  if (index >= params_.size()) throw ValueError("SGD.state_tensors: index " + index_str(index) + " out of range");
+  if (!buffers_[index].defined()) return {};
+  return {{"momentum_buffer", buffers_[index]}};
+}
+
+int64_t Sgd::steps_taken(size_t index) const {
+  if (index >= params_.size()) throw ValueError("SGD.steps_taken: index " + index_str(index) + " out of range");
+  return started_[index] ? 1 : 0;
+}
+
+void Sgd::restore_steps(size_t index, int64_t steps) {
+  if (index >= params_.size() || steps < 0) {
+    throw ValueError("SGD.restore_steps: index " + index_str(index) + " of " + std::to_string(params_.size()) +
+                     " parameters, steps " + std::to_string(steps) + " (must be in range and non-negative)");
+  }
+  started_[index] = steps > 0;
+}
+
 // --- AdamW ---
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
@@ -326,6 +345,18 @@ Tensor AdamW::exp_avg_sq(size_t index) const {
 int64_t AdamW::step_count(size_t index) const {
   if (index >= params_.size()) throw ValueError("AdamW.step_count: index " + index_str(index) + " out of range");
   return steps_[index];
+}
+
+std::vector<std::pair<std::string, Tensor>> AdamW::state_tensors(size_t index) const {
+  return {{"exp_avg", exp_avg(index)}, {"exp_avg_sq", exp_avg_sq(index)}};
+}
+
+void AdamW::restore_steps(size_t index, int64_t steps) {
+  if (index >= params_.size() || steps < 0) {
+    throw ValueError("AdamW.restore_steps: index " + index_str(index) + " of " + std::to_string(params_.size()) +
+                     " parameters, steps " + std::to_string(steps) + " (must be in range and non-negative)");
+  }
+  steps_[index] = steps;
 }
 
 // --- clipping ---

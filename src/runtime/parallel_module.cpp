@@ -14,10 +14,6 @@ namespace px {
 
 namespace {
 
-bool is_state(const InputDescriptor& input) {
-  return input.kind == InputDescriptor::Kind::Param || input.kind == InputDescriptor::Kind::Buffer;
-}
-
 // Ranks holding each element of a tensor placed so (Shard and Replicate only: graph inputs).
 int64_t replication(const std::vector<Placement>& placements, const dist::DeviceMesh& mesh) {
   int64_t copies = 1;
@@ -96,7 +92,7 @@ ParallelModule::ParallelModule(std::shared_ptr<const CapturedGraph> captured, st
     if (input.kind == InputDescriptor::Kind::SubclassInner) {
       throw UnsupportedOp("ParallelModule: subclass input " + input.str() + " cannot be trained on a mesh yet");
     }
-    if (!is_state(input)) continue;
+    if (!input.is_param_or_buffer()) continue;
     const std::string& fqn = input.fqns.front();
     const nn::SlotRef* slot = nullptr;
     for (const nn::SlotRef& ref : slots) {
@@ -153,7 +149,7 @@ Tree ParallelModule::train_step(const Tree& inputs) {
   std::vector<Tensor> locals(joint_->inputs.size());
   for (size_t i = 0; i < joint_->inputs.size(); ++i) {
     const InputDescriptor& input = joint_->inputs[i];
-    if (is_state(input)) {
+    if (input.is_param_or_buffer()) {
       locals[i] = state_[i];
     } else if (i == tangent_input_) {
       locals[i] = px::full({}, 1.0, lowered_.global_inputs[i].dtype);
@@ -174,6 +170,7 @@ Tree ParallelModule::train_step(const Tree& inputs) {
     });
   }
   optimizer_->step(grads);
+  ++steps_;
   last_loss_ = outputs[static_cast<size_t>(loss_output_)].to(DType::Float64).item<double>();
 
   for (const OutputLeaf& leaf : captured_->output_leaves) {
@@ -204,7 +201,7 @@ std::vector<std::string> ParallelModule::parameter_names() const {
 size_t ParallelModule::input_of(const std::string& name) const {
   std::string known;
   for (size_t i = 0; i < joint_->inputs.size(); ++i) {
-    if (!is_state(joint_->inputs[i])) continue;
+    if (!joint_->inputs[i].is_param_or_buffer()) continue;
     for (const std::string& fqn : joint_->inputs[i].fqns) {
       if (fqn == name) return i;
     }

@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <numbers>
 #include <set>
 
 #include "parallax/core/error.h"
+#include "parallax/io/hf_model.h"
+#include "parallax/io/safetensors.h"
 #include "parallax/nn/zoo.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
@@ -247,6 +250,77 @@ TEST(HfWeights, NamesWithoutTheTransformerPrefixAndBuffersAreRecognised) {
 TEST(HfWeights, ModelsNotReadFromAHuggingFaceConfigHaveNoMap) {
   const std::string message = testing::error_message([] { hf_parameter_map(nn::zoo_model("llama-mini")); });
   EXPECT_NE(message.find("llama-mini is not a Hugging Face architecture"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace px::io
+
+namespace px::io {
+namespace {
+
+// A model exported as a Hugging Face directory and imported into a fresh (meta) model of the
+// config written with it: the same parameters, bit for bit, and the tie kept.
+TEST(HfModel, ExportThenImportGivesTheSameModel) {
+  const std::string dir = testing::temp_path("hf");
+  std::filesystem::remove_all(dir);
+  nn::ModelSpec spec = tiny("Qwen2ForCausalLM");  // tied, with q/k/v biases
+  nn::LmLoss<nn::Llama> source(spec.llama);
+  source.materialize(11);
+  save_hf_model(dir, spec, [&](const std::string& name) { return source.slot("model." + name); });
+  EXPECT_TRUE(has_hf_weights(dir));
+  const nn::ModelSpec read = nn::load_model(dir);
+  EXPECT_EQ(read.describe().substr(read.describe().find(':')), spec.describe().substr(spec.describe().find(':')));
+  nn::LmLoss<nn::Llama> imported(read.llama);
+  load_hf_weights(imported, read, dir, "model.");
+  EXPECT_FALSE(imported.is_meta());
+  for (const auto& [name, tensor] : source.named_parameters()) {
+    EXPECT_TRUE(testing::all_close(imported.slot(name), tensor, 0, 0)) << name;
+  }
+  EXPECT_TRUE(imported.slot("model.output.weight").shares_storage_with(imported.slot("model.tok_embeddings.weight")));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(HfModel, WeightsThatDoNotFitTheConfigAreRefusedByName) {
+  const std::string dir = testing::temp_path("hf");
+  std::filesystem::remove_all(dir);
+  const nn::ModelSpec spec = tiny("MistralForCausalLM");
+  nn::Llama model(spec.llama);
+  model.materialize(2);
+  auto parameter = [&](const std::string& name) { return model.slot(name); };
+  auto import_error = [&] {
+    nn::Llama fresh(spec.llama);
+    return testing::error_message([&] { load_hf_weights(fresh, spec, dir); });
+  };
+  // A tensor the model has no place for.
+  std::vector<std::pair<std::string, Tensor>> tensors = to_hf(spec, parameter);
+  tensors.emplace_back("model.layers.0.self_attn.q_norm.weight", testing::random_tensor({8}));
+  write_sharded_safetensors(dir, tensors, int64_t{1} << 30);
+  EXPECT_NE(import_error().find("tensor 'model.layers.0.self_attn.q_norm.weight' has no place in MistralForCausalLM"),
+            std::string::npos)
+      << import_error();
+  // A missing one.
+  tensors = to_hf(spec, parameter);
+  tensors.erase(tensors.begin() + 3);
+  write_sharded_safetensors(dir, tensors, int64_t{1} << 30);
+  EXPECT_NE(import_error().find("no tensor '"), std::string::npos) << import_error();
+  // Another shape.
+  tensors = to_hf(spec, parameter);
+  tensors[0].second = testing::random_tensor({41, 32});
+  write_sharded_safetensors(dir, tensors, int64_t{1} << 30);
+  EXPECT_NE(import_error().find("'model.embed_tokens.weight' gives tok_embeddings.weight the shape [41,32], but the "
+                                "config makes it [40,32]"),
+            std::string::npos)
+      << import_error();
+  // Stored in bfloat16 (as most published checkpoints are): read into the float64 model exactly.
+  tensors = to_hf(spec, parameter);
+  for (auto& [name, tensor] : tensors) tensor = tensor.to(DType::BFloat16);
+  write_sharded_safetensors(dir, tensors, 4096);  // several shards and an index
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model.safetensors.index.json"));
+  nn::Llama fresh(spec.llama);
+  load_hf_weights(fresh, spec, dir);
+  EXPECT_EQ(fresh.slot("norm.weight").dtype(), DType::Float64);
+  EXPECT_TRUE(testing::all_close(fresh.slot("norm.weight"), model.slot("norm.weight").to(DType::BFloat16), 0, 0));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -40,6 +40,10 @@ struct InputDescriptor {
   // The inner tensor `attribute` of the subclass input `owner` (a Param, Buffer or UserInput descriptor).
   static InputDescriptor subclass_inner(const InputDescriptor& owner, std::string attribute);
 
+  // A parameter or buffer itself (not a subclass's inner tensor): the model's state, which a
+  // training step keeps and a checkpoint saves.
+  bool is_param_or_buffer() const { return kind == Kind::Param || kind == Kind::Buffer; }
+
   // `Param(fc.weight)`, `Param(wte.weight, lm_head.weight)`, `UserInput([0])`, `Tangent([0])`,
   // `SubclassInner([1], mask)`, `SubclassInner(Param(w), scale)`.
   std::string str() const;

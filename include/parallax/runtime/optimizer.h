@@ -19,7 +19,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "parallax/core/tensor.h"
@@ -61,6 +63,16 @@ class Optimizer {
 
   const std::vector<Tensor>& params() const { return params_; }
 
+  // Checkpointing. Parameter `index`'s state tensors by name, sharing the optimizer's storage
+  // (allocated up front, so they exist before the first step): a checkpoint writes them, and
+  // copying values into them restores it. AdamW: exp_avg, exp_avg_sq; SGD: momentum_buffer
+  // (none while momentum is 0). ValueError for an index out of range.
+  virtual std::vector<std::pair<std::string, Tensor>> state_tensors(size_t index) const = 0;
+  // How many steps updated parameter `index` (SGD: 0 or 1, whether its momentum has started),
+  // and its restore. ValueError for an index out of range or a negative count.
+  virtual int64_t steps_taken(size_t index) const = 0;
+  virtual void restore_steps(size_t index, int64_t steps) = 0;
+
  protected:
   // ValueError (naming `who` and the index) for an undefined, non-dense or non-floating
   // parameter, one whose elements overlap in memory (a stride-0 dim, as from expand), or one
@@ -87,6 +99,9 @@ class Sgd : public Optimizer {
   // Parameter i's momentum buffer (float32 for a bfloat16 parameter); undefined while
   // momentum is 0 or before the first step that updated parameter i.
   Tensor momentum_buffer(size_t index) const;
+  std::vector<std::pair<std::string, Tensor>> state_tensors(size_t index) const override;
+  int64_t steps_taken(size_t index) const override;
+  void restore_steps(size_t index, int64_t steps) override;
 
  private:
   SgdOptions options_;
@@ -110,6 +125,9 @@ class AdamW : public Optimizer {
   Tensor exp_avg(size_t index) const;
   Tensor exp_avg_sq(size_t index) const;
   int64_t step_count(size_t index) const;
+  std::vector<std::pair<std::string, Tensor>> state_tensors(size_t index) const override;
+  int64_t steps_taken(size_t index) const override { return step_count(index); }
+  void restore_steps(size_t index, int64_t steps) override;
 
  private:
   AdamWOptions options_;

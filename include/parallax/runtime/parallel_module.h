@@ -80,6 +80,25 @@ class ParallelModule {
   // Bytes of this rank's parameter and buffer shards.
   int64_t parameter_bytes() const;
 
+  // Training steps taken, counted from 0 or from the checkpoint load() read.
+  int64_t steps_done() const { return steps_; }
+
+  // Sharded checkpoints (runtime/checkpoint.cpp; the format is in docs/checkpoint.md).
+  // save: collective. Each rank writes its own shards of the parameters, buffers and optimizer
+  // state (one rank per replicated block) to DIR/rank-NNNNN.safetensors, and rank 0 then writes
+  // DIR/checkpoint.json (global shapes, dtypes, placements, the mesh, every block's place, the
+  // step count, the optimizer's step counts, the seed), last and atomically: a save that stops
+  // part way leaves no checkpoint.json, so nothing loads. ValueError naming the path when a file
+  // cannot be written.
+  void save(const std::string& dir) const;
+  // load: each rank on its own. Reads, for each of this rank's shards, only the byte ranges of
+  // the saved blocks that overlap it, so a checkpoint saved under any mesh and plan loads under
+  // any other. Restores the step count and the optimizer's state. Returns the bytes of tensor
+  // data read. ValueError naming the checkpoint and the tensor when it is missing, belongs to
+  // another model (a name, shape or dtype differs), was saved with another optimizer, or its
+  // files are not from the same save.
+  int64_t load(const std::string& dir);
+
  private:
   size_t input_of(const std::string& name) const;
   Tensor local_block(const Tensor& global, size_t input) const;
@@ -99,6 +118,7 @@ class ParallelModule {
   int64_t loss_output_ = 0;
   runtime::ExecutionStats stats_;
   double last_loss_ = 0;
+  int64_t steps_ = 0;
 };
 
 }  // namespace px
