@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "option_checks.h"
 #include "parallax/core/dtype.h"
 #include "parallax/core/error.h"
 #include "parallax/core/tensor.h"
@@ -361,7 +362,7 @@ Command add_bench_collectives_command(CLI::App& app) {
       "threads backend, or one rank per process under mpirun (rank 0 prints)");
   CLI::Option* world_size =
       sub->add_option("--world-size", args->options.world_size, "Ranks (default 2; under mpirun, mpirun's)")
-          ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+          ->check(integer_in_range(1, std::numeric_limits<int>::max()));
   const CLI::Validator bytes = parsed_by(parse_bytes, "BYTES");
   sub->add_option("--min-bytes", args->min_bytes, "Smallest size: bytes, with an optional K, M or G suffix")
       ->check(bytes)
@@ -370,13 +371,13 @@ Command add_bench_collectives_command(CLI::App& app) {
       ->check(bytes)
       ->capture_default_str();
   sub->add_option("--factor", args->options.factor, "Each size is the previous one times this")
-      ->check(CLI::Range(int64_t{2}, std::numeric_limits<int64_t>::max()))
+      ->check(integer_in_range(2))
       ->capture_default_str();
   sub->add_option("--iters", args->options.iters, "Timed calls per size")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->check(integer_in_range(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
   sub->add_option("--warmup", args->options.warmup, "Untimed calls per size first")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+      ->check(integer_in_range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
   std::vector<std::string> collectives{"all"};
   collectives.insert(collectives.end(), kCollectives.begin(), kCollectives.end());

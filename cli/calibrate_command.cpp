@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "option_checks.h"
 #include "parallax/api/auto_parallel.h"
 #include "parallax/core/error.h"
 #include "parallax/dist/process_group.h"
@@ -131,22 +132,22 @@ Command add_calibrate_command(CLI::App& app) {
   for (const std::string& name : nn::zoo_names()) names += (names.empty() ? "" : ", ") + name;
   sub->add_option("--model", args->models, "Zoo models (" + names + ") or JSON config files; repeat for several")
       ->required();
-  sub->add_option("--batch", args->batch, "Batch")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--batch", args->batch, "Batch")->check(positive_integer())->capture_default_str();
   sub->add_option("--seq", args->seq, "Sequence length (default: the model's max_seq, at most 16)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   sub->add_option("--steps", args->steps, "Training steps per model (the first is not timed)")
-      ->check(CLI::Range(int64_t{2}, int64_t{1000}))
+      ->check(integer_in_range(2, 1000))
       ->capture_default_str();
   sub->add_option("--ranks", args->ranks,
                   "Thread ranks measured side by side, data-parallel (the batch split among them); rank 0's "
                   "times are fitted. Use the ranks per machine your runs will have")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_integer())
       ->capture_default_str();
   sub->add_option("--dtype", args->dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
   sub->add_option("--base", args->base, "The profile to calibrate: its peaks, capacity and links are kept")
       ->capture_default_str();
   sub->add_option("--min-samples", args->min_samples, "Nodes an op needs before it gets its own time model")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_integer())
       ->capture_default_str();
   sub->add_option("--out", args->out, "Where to write the profile (JSON)")->required();
   return {sub, [args] { return run_calibrate(*args); }};

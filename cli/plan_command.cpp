@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "mesh_arguments.h"
+#include "option_checks.h"
 #include "parallax/autodiff/training_step.h"
 #include "parallax/core/error.h"
 #include "parallax/nn/zoo.h"
@@ -204,15 +205,15 @@ Command add_plan_command(CLI::App& app) {
       ->required();
   sub->add_option("--mesh", args->mesh, "Mesh shape: 8, 8x8, 2,2,2")->check(mesh_validator())->capture_default_str();
   sub->add_option("--mesh-dims", args->mesh_dims, "Mesh dim names, comma-separated (default dp / dp,tp)");
-  sub->add_option("--batch", args->batch, "Global batch (default: one sample per device)")->check(CLI::PositiveNumber);
+  sub->add_option("--batch", args->batch, "Global batch (default: one sample per device)")->check(positive_integer());
   sub->add_option("--seq", args->seq, "Sequence length (default: the model's max_seq, at most 2048)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   sub->add_option(
          "--device", args->device,
          "Device profile: h100, h200, a100, cpu (this machine), or a profile file (.json) from parallax calibrate")
       ->capture_default_str();
   sub->add_option("--memory-budget", args->memory_budget_gb, "Per-device memory budget in GB (default: capacity)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_flag("--no-memory-limit", args->no_memory_limit, "Plan without a per-device memory budget")
       ->excludes(sub->get_option("--memory-budget"));
   sub->add_option(
@@ -224,7 +225,7 @@ Command add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "ilp", "fast"}))
       ->capture_default_str();
   sub->add_option("--time-limit", args->time_limit_s, "Solver time limit in seconds")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   sub->add_option("--seed", args->seed, "Solver seed")->capture_default_str();
   sub->add_flag("!--no-baselines", args->baselines, "Skip pricing the hand-written plans");

@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "mesh_arguments.h"
+#include "option_checks.h"
 #include "parallax/api/auto_parallel.h"
 #include "parallax/core/error.h"
 #include "parallax/core/parallel.h"
@@ -381,19 +382,19 @@ Command add_run_command(CLI::App& app) {
       ->required();
   sub->add_option("--mesh", args->mesh, "Mesh shape: 4, 2x2, 2,2")->check(mesh_validator())->capture_default_str();
   sub->add_option("--mesh-dims", args->mesh_dims, "Mesh dim names, comma-separated (default dp / dp,tp)");
-  sub->add_option("--batch", args->batch, "Global batch")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--batch", args->batch, "Global batch")->check(positive_integer())->capture_default_str();
   sub->add_option("--seq", args->seq, "Sequence length (default: the model's max_seq, at most 16)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--steps", args->steps, "Training steps")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_integer());
+  sub->add_option("--steps", args->steps, "Training steps")->check(positive_integer())->capture_default_str();
   sub->add_option("--plan", args->plan, "solver, a baseline (DP, FSDP, TP, FSDP+TP) or a plan JSON file")
       ->capture_default_str();
   sub->add_option("--dtype", args->dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
   sub->add_option("--optimizer", args->optimizer, "adamw or sgd")
       ->check(CLI::IsMember({"adamw", "sgd"}))
       ->capture_default_str();
-  sub->add_option("--lr", args->lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--lr", args->lr, "Learning rate")->check(positive_number())->capture_default_str();
   sub->add_option("--max-grad-norm", args->max_grad_norm, "Clip gradients to this global norm")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_option("--seed", args->seed, "Parameter and data seed")->capture_default_str();
   sub->add_option("--device", args->device,
                   "Device profile the plan is priced for: cpu, h100, h200, a100, or a profile file (.json) from "
@@ -404,12 +405,12 @@ Command add_run_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--threads-per-rank", args->threads_per_rank,
                   "Kernel threads per rank (0: this machine's cores shared among its ranks)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(integer_in_range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
   sub->add_flag("--check", args->check, "Train the same steps on one device and fail on any difference");
   sub->add_option("--check-tolerance", args->check_tolerance,
                   "Relative tolerance of --check (default: 1e-10 for f64, 1e-4 for f32, 0.1 with bf16 compute)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   sub->add_flag("!--no-baselines", args->baselines, "Do not price the hand-written plans");
   sub->add_option("--dump-graphs", args->dump_graphs, "Write each rank's lowered graph to DIR/rank<r>.txt");
   sub->add_option("--json", args->json, "Write the losses and timings as JSON to this file instead of printing");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "commands.h"
+#include "option_checks.h"
 #include "parallax/core/error.h"
 #include "parallax/plan/problem.h"
 #include "parallax/plan/solver.h"
@@ -81,7 +82,7 @@ Command add_solve_command(CLI::App& app) {
                                      "bound and gap where known");
   sub->add_option("problem", args->problem, "PROBLEM.json or PROBLEM.json.gz")->required();
   sub->add_option("--time-limit", args->time_limit_s, "Time limit in seconds")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   sub->add_option("--solver", args->solver, "auto, ilp (exact, COIN-OR CBC) or fast")
       ->check(CLI::IsMember({"auto", "ilp", "fast"}))

@@ -24,8 +24,8 @@ int main() {
                 << px::shape_str(px::to_local(y).shape()) << " of " << px::shape_str(y.shape()) << "\n"
                 << "sum(y): " << px::placements_str(px::dtensor_spec(total).placements) << " = " << reduced
                 << " (single device: " << px::sum(px::matmul(x, w)).item<float>() << ")\n"
-                << "max |full - single device| = "
-                << px::amax(px::abs(px::sub(full, px::matmul(x, w)))).item<float>() << "\n";
+                << "max |full - single device| = " << px::amax(px::abs(px::sub(full, px::matmul(x, w)))).item<float>()
+                << "\n";
     }
   });
 }

@@ -18,6 +18,7 @@ PACKAGES=(
   openmpi-bin
   coinor-libcbc-dev
   zlib1g-dev
+  clang-format
 )
 
 is_installed() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Parallax and runs every test.
 #
-#   bash scripts/test.sh              Release build in build/: all tests, then the install test
+#   bash scripts/test.sh              clang-format check, Release build in build/: all tests, then the install test
 #                                     (cmake --install into a temporary prefix, then build and run
 #                                     the consumer project tests/install/ against it).
 #   bash scripts/test.sh --sanitize   Debug build (-O1) with ASan+UBSan in build-asan/: all tests.
@@ -47,6 +47,9 @@ if [[ $sanitize -eq 1 ]]; then
   echo "== sanitizer tests passed"
   exit 0
 fi
+
+echo "== format (clang-format --dry-run -Werror)"
+bash scripts/check-format.sh
 
 echo "== configure (Release) in build/"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release

@@ -12,8 +12,8 @@ namespace px {
 
 namespace {
 
-// Rank 0's bytes (or its error) on every rank of `world`: a header [status, length], then the
-// bytes, one int64 each (the process groups move tensors; plans are small).
+// Rank 0's bytes (or its error, raised on the other ranks with its own type) on every rank of `world`: a header
+// [status, length], then the bytes, one int64 each (the process groups move tensors; plans are small).
 std::string broadcast_text(dist::ProcessGroup& world, const std::string& text, bool failed) {
   Tensor header = px::full({2}, 0.0, DType::Int64);
   if (world.rank() == 0) {
@@ -30,7 +30,11 @@ std::string broadcast_text(dist::ProcessGroup& world, const std::string& text, b
   std::string received(static_cast<size_t>(length), '\0');
   for (int64_t i = 0; i < length; ++i) received[static_cast<size_t>(i)] = static_cast<char>(bytes.data<int64_t>()[i]);
   if (header.data<int64_t>()[0] != 0 && world.rank() != 0) {
-    throw InfeasiblePlan("rank 0 could not plan: " + received);
+    // An error arrives as its kind, a newline, then its message, and is raised here as what it was.
+    const size_t newline = received.find('\n');
+    const std::string kind = newline == std::string::npos ? std::string() : received.substr(0, newline);
+    throw_error_of_kind(kind,
+                        "rank 0 could not plan: " + received.substr(newline == std::string::npos ? 0 : newline + 1));
   }
   return received;
 }
@@ -74,7 +78,12 @@ void AutoParallel::add_input_constraints(const std::vector<std::optional<plan::P
   for (size_t leaf = 0; leaf < patterns.size(); ++leaf) {
     if (!patterns[leaf]) continue;
     const int64_t input = user_input(leaf);
-    if (input >= 0) constraints_.inputs.push_back({input, *patterns[leaf]});
+    if (input < 0) {
+      throw ValueError("add_input_constraints: forward input leaf " + std::to_string(leaf) +
+                       " is not a tensor the graph reads (a non-tensor leaf, a tensor the forward does not use, or "
+                       "beyond the inputs); give it nullopt");
+    }
+    constraints_.inputs.push_back({input, *patterns[leaf]});
   }
 }
 
@@ -118,7 +127,7 @@ plan::ShardingPlan AutoParallel::broadcast_plan(const dist::MeshGroups& groups,
     try {
       text = plan_json(make());
     } catch (const Error& error) {
-      broadcast_text(world, error.what(), true);
+      broadcast_text(world, error.kind() + "\n" + error.message(), true);
       throw;
     }
   }

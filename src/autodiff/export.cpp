@@ -21,8 +21,7 @@ JointProgram export_joint(const CapturedGraph& captured) {
   for (size_t i = 0; i < forward.inputs().size(); ++i) {
     bool floating = is_floating(forward.meta(forward.inputs()[i]).dtype);
     const InputDescriptor& input = captured.inputs[i];
-    bool buffer = input.kind == InputDescriptor::Kind::Buffer ||
-                  (input.kind == InputDescriptor::Kind::SubclassInner && input.owner == InputDescriptor::Kind::Buffer);
+    bool buffer = input.underlying_kind() == InputDescriptor::Kind::Buffer;
     requires_grad.push_back(floating && !buffer);
   }
   autodiff::JointOptions options;

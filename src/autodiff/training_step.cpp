@@ -23,7 +23,8 @@ JointProgram capture_step(Module& module, const Tensor& a, const Tensor& b, cons
 
 JointProgram training_step_joint(const nn::ModelSpec& model, int64_t batch, int64_t seq,
                                  const MixedPrecisionPolicy& precision) {
-  if (batch < 1) throw ValueError("training step of " + model.name + ": batch must be >= 1, got " + std::to_string(batch));
+  if (batch < 1)
+    throw ValueError("training step of " + model.name + ": batch must be >= 1, got " + std::to_string(batch));
   const std::string name = nn::kind_name(model.kind);
   if (model.kind == nn::ModelSpec::Kind::Mlp) {
     nn::MlpLoss module(model.mlp);

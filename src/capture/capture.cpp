@@ -5,9 +5,9 @@
 
 #include "parallax/ir/interpreter.h"
 #include "parallax/ir/provenance.h"
-#include "parallax/ops/shape.h"
 #include "parallax/ir/tracer.h"
 #include "parallax/ops/dispatch.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 
@@ -81,7 +81,8 @@ class SubclassSnapshot {
     for (const Entry& entry : entries_) {
       if (entry.tensor.same(tensor)) return;
     }
-    entries_.push_back({tensor, tensor.subclass_instance(), tensor.subclass_instance()->flatten()});
+    std::shared_ptr<TensorSubclass> instance = shared_subclass_of(tensor);
+    entries_.push_back({tensor, instance, instance->flatten()});
   }
 
  private:
@@ -259,7 +260,7 @@ OutputLeaf sort_output(TraceState& trace, const Tree& leaf, const KeyPath& path,
       return rebuilt;
     }
     rebuilt.kind = OutputLeaf::Kind::Subclass;
-    rebuilt.prototype = value.subclass_instance();
+    rebuilt.prototype = shared_subclass_of(value);
     rebuilt.meta = value.meta_info();
     SubclassState state = rebuilt.prototype->flatten();
     rebuilt.metadata = state.metadata;
@@ -307,8 +308,8 @@ Tensor cast_for_compute(TraceState& trace, const Tensor& traced, const std::stri
     return traced;
   }
   const size_t dot = fqn.rfind('.');
-  ir::ProvenanceScope where(ir::Provenance{dot == std::string::npos ? std::string() : fqn.substr(0, dot),
-                                           ir::Phase::Forward});
+  ir::ProvenanceScope where(
+      ir::Provenance{dot == std::string::npos ? std::string() : fqn.substr(0, dot), ir::Phase::Forward});
   InterceptScope scope(trace.tracer);
   Tensor compute = cast(traced, *precision.param_dtype);
   trace.precision_casts.insert(trace.tracer.value_of(compute));

@@ -1,7 +1,6 @@
 #include "parallax/capture/guards.h"
 
-#include <cmath>
-
+#include "parallax/core/float_identity.h"
 #include "parallax/nn/module.h"
 #include "parallax/subclass/subclass.h"
 
@@ -16,10 +15,8 @@ bool same_value(const Tree& traced, const Tree& given) {
       return traced.as_bool() == given.as_bool();
     case Tree::Kind::Int:
       return traced.as_int() == given.as_int();
-    case Tree::Kind::Double: {
-      double a = traced.as_double(), b = given.as_double();
-      return a == b || (std::isnan(a) && std::isnan(b));
-    }
+    case Tree::Kind::Double:
+      return same_double(traced.as_double(), given.as_double());
     case Tree::Kind::String:
       return traced.as_string() == given.as_string();
     default:

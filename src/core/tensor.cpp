@@ -157,7 +157,7 @@ const std::shared_ptr<ProxyHandle>& Tensor::proxy_handle() const {
   return impl_->proxy;
 }
 
-const std::shared_ptr<TensorSubclass>& Tensor::subclass_instance() const {
+const std::shared_ptr<SubclassHandle>& Tensor::subclass_instance() const {
   kind();
   return impl_->subclass;
 }

@@ -101,21 +101,21 @@ LocalCallPlan plan_local_call(const OpDef& op, const std::vector<TensorMeta>& gl
       offsets.push_back(shard.offset);
     }
   };
-  place(plan.global_inputs, strategy.inputs, plan.local_inputs, plan.input_offsets);
-  place(plan.global_outputs, strategy.outputs, plan.local_outputs, plan.output_offsets);
-  plan.attrs = op.localize_attrs ? op.localize_attrs(attrs, plan.context()) : attrs;
   std::vector<TensorMeta> inferred;
   try {
+    place(plan.global_inputs, strategy.inputs, plan.local_inputs, plan.input_offsets);
+    place(plan.global_outputs, strategy.outputs, plan.local_outputs, plan.output_offsets);
+    plan.attrs = op.localize_attrs ? op.localize_attrs(attrs, plan.context()) : attrs;
     inferred = local_output_metas(op, plan);
   } catch (const Error& error) {
-    throw ValueError(strategy_where(op, strategy, coordinate) + ": the local op fails: " + error.what());
+    throw UnsoundStrategy(strategy_where(op, strategy, coordinate) + ": the local op fails: " + error.what());
   }
   if (inferred != plan.local_outputs) {
     std::string got, want;
     for (size_t i = 0; i < inferred.size(); ++i) got += (i ? ", " : "") + inferred[i].str();
     for (size_t i = 0; i < plan.local_outputs.size(); ++i) want += (i ? ", " : "") + plan.local_outputs[i].str();
-    throw ValueError(strategy_where(op, strategy, coordinate) + ": the local op gives " + got +
-                     " but the output placements need " + want);
+    throw UnsoundStrategy(strategy_where(op, strategy, coordinate) + ": the local op gives " + got +
+                          " but the output placements need " + want);
   }
   return plan;
 }
@@ -160,7 +160,7 @@ bool is_sound(const OpDef& op, const std::vector<TensorMeta>& inputs, const Attr
   for (const auto& coordinate : check_coordinates(mesh)) {
     try {
       plan_local_call(op, inputs, filled, strategy, mesh, coordinate);
-    } catch (const Error&) {
+    } catch (const UnsoundStrategy&) {
       return false;
     }
   }

@@ -1,7 +1,7 @@
-#include "parallax/ir/passes.h"
-
 #include <algorithm>
 #include <map>
+
+#include "parallax/ir/passes.h"
 
 namespace px::ir {
 

@@ -1,6 +1,6 @@
-#include "parallax/ir/passes.h"
-
 #include <set>
+
+#include "parallax/ir/passes.h"
 
 namespace px::ir {
 

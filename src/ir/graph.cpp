@@ -11,9 +11,12 @@ namespace px::ir {
 
 std::string_view phase_name(Phase phase) {
   switch (phase) {
-    case Phase::Forward: return "forward";
-    case Phase::Backward: return "backward";
-    case Phase::Optimizer: return "optimizer";
+    case Phase::Forward:
+      return "forward";
+    case Phase::Backward:
+      return "backward";
+    case Phase::Optimizer:
+      return "optimizer";
   }
   return "?";
 }
@@ -52,8 +55,7 @@ std::vector<ValueId> Graph::append_node(const OpDef& op, std::vector<ValueId> in
   return nodes_.back().outputs;
 }
 
-std::vector<ValueId> Graph::add_node(const OpDef& op, std::vector<ValueId> inputs, Attrs attrs,
-                                     Provenance provenance) {
+std::vector<ValueId> Graph::add_node(const OpDef& op, std::vector<ValueId> inputs, Attrs attrs, Provenance provenance) {
   std::vector<TensorMeta> output_metas = check_node(op, inputs, attrs);
   return append_node(op, std::move(inputs), std::move(attrs), std::move(output_metas), std::move(provenance));
 }
@@ -69,8 +71,8 @@ ValueId Graph::add_node1(const OpDef& op, std::vector<ValueId> inputs, Attrs att
 void Graph::set_outputs(std::vector<ValueId> outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!has_value(outputs[i])) {
-      throw ValueError("graph '" + name_ + "': output " + std::to_string(i) + " is %" +
-                       std::to_string(outputs[i]) + ", which is not a value of this graph");
+      throw ValueError("graph '" + name_ + "': output " + std::to_string(i) + " is %" + std::to_string(outputs[i]) +
+                       ", which is not a value of this graph");
     }
   }
   outputs_ = std::move(outputs);

@@ -18,13 +18,16 @@ bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) 
 
 std::string Token::describe() const {
   switch (kind) {
-    case TokenKind::End: return "end of input";
-    case TokenKind::String: return "string \"" + text + "\"";
+    case TokenKind::End:
+      return "end of input";
+    case TokenKind::String:
+      return "string \"" + text + "\"";
     case TokenKind::Ident:
     case TokenKind::Value:
     case TokenKind::Int:
     case TokenKind::Float:
-    case TokenKind::Punct: return "'" + text + "'";
+    case TokenKind::Punct:
+      return "'" + text + "'";
   }
   return "'" + text + "'";
 }
@@ -52,9 +55,7 @@ void Lexer::skip_space_and_comments() {
   }
 }
 
-void Lexer::fail(const Token& at, const std::string& message) const {
-  throw ParseError(message, at.line, at.column);
-}
+void Lexer::fail(const Token& at, const std::string& message) const { throw ParseError(message, at.line, at.column); }
 
 Token Lexer::next() {
   skip_space_and_comments();

@@ -22,7 +22,7 @@ struct Token {
   std::string text;  // the source text; for String, the decoded contents
   int64_t line = 1;
   int64_t column = 1;
-  int64_t int_value = 0;  // Value and Int
+  int64_t int_value = 0;   // Value and Int
   double float_value = 0;  // Float
 
   bool is_punct(char c) const { return kind == TokenKind::Punct && text.size() == 1 && text[0] == c; }

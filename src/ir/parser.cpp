@@ -15,14 +15,6 @@ using detail::Lexer;
 using detail::Token;
 using detail::TokenKind;
 
-// "ValueError: split: ..." -> "split: ...": the parse error carries its own kind.
-std::string without_kind(const std::string& message) {
-  for (std::string_view kind : {"ValueError: ", "ShapeError: ", "DTypeError: ", "UnsupportedOp: "}) {
-    if (message.rfind(kind, 0) == 0) return message.substr(kind.size());
-  }
-  return message;
-}
-
 class Parser {
  public:
   Parser(std::string_view text, const Registry& registry) : lexer_(text), registry_(registry) { advance(); }
@@ -160,7 +152,7 @@ void Parser::parse_node() {
   try {
     node.attrs = detail::complete_attrs(*op, input_metas, given);
   } catch (const Error& error) {
-    fail_at(op_token, without_kind(error.what()));
+    fail_at(op_token, error.message());  // a parse error carries its own kind
   }
   expect_punct(':');
   auto types = parse_output_types(op_token, outputs.size());
@@ -199,15 +191,24 @@ Attrs Parser::parse_attrs(const OpDef& op) {
 AttrValue Parser::parse_attr_value() {
   Token value = token_;
   switch (value.kind) {
-    case TokenKind::Int: advance(); return value.int_value;
-    case TokenKind::Float: advance(); return value.float_value;
-    case TokenKind::String: advance(); return value.text;
-    case TokenKind::Ident: advance(); return word_attr(value);
+    case TokenKind::Int:
+      advance();
+      return value.int_value;
+    case TokenKind::Float:
+      advance();
+      return value.float_value;
+    case TokenKind::String:
+      advance();
+      return value.text;
+    case TokenKind::Ident:
+      advance();
+      return word_attr(value);
     case TokenKind::Punct:
       if (value.is_punct('[')) return parse_ints();
       break;
     case TokenKind::Value:
-    case TokenKind::End: break;
+    case TokenKind::End:
+      break;
   }
   fail("expected an attribute value, found " + value.describe());
 }

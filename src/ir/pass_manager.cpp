@@ -1,5 +1,4 @@
 #include "parallax/ir/pass.h"
-
 #include "parallax/ir/verifier.h"
 
 namespace px::ir {

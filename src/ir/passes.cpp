@@ -16,5 +16,4 @@ std::unique_ptr<Pass> create_pass(std::string_view name) {
   throw ValueError("no pass named '" + std::string(name) + "' (known passes: " + known + ")");
 }
 
-
 }  // namespace px::ir

@@ -110,8 +110,8 @@ void verify(const Graph& graph, const std::string& context) {
   std::vector<std::string> errors = verify_errors(graph);
   if (errors.empty()) return;
   std::string message = context.empty() ? "" : context + ": ";
-  message += "graph '" + graph.name() + "' has " + std::to_string(errors.size()) +
-             (errors.size() == 1 ? " error" : " errors");
+  message +=
+      "graph '" + graph.name() + "' has " + std::to_string(errors.size()) + (errors.size() == 1 ? " error" : " errors");
   for (const std::string& error : errors) message += "\n  " + error;
   throw VerifyError(message);
 }

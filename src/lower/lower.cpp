@@ -184,8 +184,8 @@ RankProgram lower_rank(const JointProgram& program, const plan::DecodedPlan& pla
                                          DTensorSpec{mesh, strategy.outputs[o], call.global_outputs[o]}};
         }
       } catch (const Error& error) {
-        throw ValueError("lower: rank " + std::to_string(rank) + ", " + node_label(node, n) + " under " +
-                         nd_strategy_str(strategy) + ": " + error.what());
+        error.rethrow_with_context("lower: rank " + std::to_string(rank) + ", " + node_label(node, n) + " under " +
+                                   nd_strategy_str(strategy) + ": ");
       }
     };
 
@@ -257,8 +257,8 @@ RankProgram lower_rank(const JointProgram& program, const plan::DecodedPlan& pla
         try {
           locals.push_back(placed_as(node.inputs[k], strategy.inputs[k]));
         } catch (const Error& error) {
-          throw ValueError("lower: rank " + std::to_string(rank) + ", " + node_label(node, n) + " under " +
-                           nd_strategy_str(strategy) + ": " + error.what());
+          error.rethrow_with_context("lower: rank " + std::to_string(rank) + ", " + node_label(node, n) + " under " +
+                                     nd_strategy_str(strategy) + ": ");
         }
       }
       run_node(n, locals, values);

@@ -5,30 +5,44 @@
 #include <cmath>
 
 #include "parallax/core/error.h"
+#include "parallax/core/float_identity.h"
 
 namespace px {
 
 std::string_view attr_type_name(AttrType type) {
   switch (type) {
-    case AttrType::Int: return "int";
-    case AttrType::Float: return "float";
-    case AttrType::Bool: return "bool";
-    case AttrType::String: return "str";
-    case AttrType::Ints: return "int[]";
-    case AttrType::DType: return "dtype";
-    case AttrType::OptionalInt: return "int?";
+    case AttrType::Int:
+      return "int";
+    case AttrType::Float:
+      return "float";
+    case AttrType::Bool:
+      return "bool";
+    case AttrType::String:
+      return "str";
+    case AttrType::Ints:
+      return "int[]";
+    case AttrType::DType:
+      return "dtype";
+    case AttrType::OptionalInt:
+      return "int?";
   }
   return "?";
 }
 
 bool attr_matches(AttrType type, const AttrValue& value) {
   switch (type) {
-    case AttrType::Int: return std::holds_alternative<int64_t>(value);
-    case AttrType::Float: return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value);
-    case AttrType::Bool: return std::holds_alternative<bool>(value);
-    case AttrType::String: return std::holds_alternative<std::string>(value);
-    case AttrType::Ints: return std::holds_alternative<std::vector<int64_t>>(value);
-    case AttrType::DType: return std::holds_alternative<DType>(value);
+    case AttrType::Int:
+      return std::holds_alternative<int64_t>(value);
+    case AttrType::Float:
+      return std::holds_alternative<double>(value) || std::holds_alternative<int64_t>(value);
+    case AttrType::Bool:
+      return std::holds_alternative<bool>(value);
+    case AttrType::String:
+      return std::holds_alternative<std::string>(value);
+    case AttrType::Ints:
+      return std::holds_alternative<std::vector<int64_t>>(value);
+    case AttrType::DType:
+      return std::holds_alternative<DType>(value);
     case AttrType::OptionalInt:
       return std::holds_alternative<int64_t>(value) || std::holds_alternative<NoneAttr>(value);
   }
@@ -106,7 +120,8 @@ const AttrValue& Attrs::get(std::string_view name) const {
 }
 
 namespace {
-template <class T> const T& get_as(const Attrs& attrs, std::string_view name, std::string_view type) {
+template <class T>
+const T& get_as(const Attrs& attrs, std::string_view name, std::string_view type) {
   const AttrValue& value = attrs.get(name);
   if (const T* typed = std::get_if<T>(&value)) return *typed;
   throw ValueError("attribute '" + std::string(name) + "' is " + attr_value_str(value) + ", expected a " +
@@ -124,9 +139,7 @@ double Attrs::get_float(std::string_view name) const {
 
 bool Attrs::get_bool(std::string_view name) const { return get_as<bool>(*this, name, "bool"); }
 
-const std::string& Attrs::get_string(std::string_view name) const {
-  return get_as<std::string>(*this, name, "string");
-}
+const std::string& Attrs::get_string(std::string_view name) const { return get_as<std::string>(*this, name, "string"); }
 
 const std::vector<int64_t>& Attrs::get_ints(std::string_view name) const {
   return get_as<std::vector<int64_t>>(*this, name, "list of ints");
@@ -147,6 +160,17 @@ std::string Attrs::str() const {
     out += items_[i].first + "=" + attr_value_str(items_[i].second);
   }
   return out + "}";
+}
+
+bool operator==(const Attrs& a, const Attrs& b) {
+  auto same_item = [](const std::pair<std::string, AttrValue>& x, const std::pair<std::string, AttrValue>& y) {
+    if (x.first != y.first) return false;
+    const double* dx = std::get_if<double>(&x.second);
+    const double* dy = std::get_if<double>(&y.second);
+    if (dx && dy) return same_double(*dx, *dy);
+    return x.second == y.second;
+  };
+  return std::equal(a.items_.begin(), a.items_.end(), b.items_.begin(), b.items_.end(), same_item);
 }
 
 }  // namespace px

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "parallax/core/error.h"
-#include "parallax/subclass/subclass.h"
 
 namespace px {
 
@@ -81,7 +80,7 @@ std::vector<Tensor> run_below_interceptors(const OpDef& op, const std::vector<Te
                        " outside the trace that made it");
     }
     if (input.is_subclass()) {
-      throw ValueError(op.name + ": got a subclass tensor (" + subclass_of(input).type_name() + ", " +
+      throw ValueError(op.name + ": got a subclass tensor (" + input.subclass_instance()->type_name() + ", " +
                        input.meta_info().str() + ") below the subclass hook; its dispatch must call ops on " +
                        "inner tensors");
     }
@@ -128,7 +127,7 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
   Attrs filled = check_call(op, inputs, attrs);
   // 1. Subclass hook: the first subclass input implements the op (it may trace, run meta or kernels below).
   for (const Tensor& input : inputs) {
-    if (input.is_subclass()) return subclass_of(input).dispatch(op, inputs, filled);
+    if (input.is_subclass()) return input.subclass_instance()->dispatch(op, inputs, filled);
   }
   InterceptorStack& stack = interceptor_stack();
   if (!stack.scopes.empty() && stack.suspended == 0) {

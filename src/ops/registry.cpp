@@ -11,7 +11,8 @@ void Registry::add(OpDef def) {
   if (!def.kernel) throw ValueError("Registry::add: op '" + def.name + "' has no kernel");
   if (!def.cost) throw ValueError("Registry::add: op '" + def.name + "' has no cost function");
   for (size_t i = 0; i + 1 < def.inputs.size(); ++i) {
-    if (def.inputs[i].variadic) throw ValueError("Registry::add: op '" + def.name + "': only the last input may be variadic");
+    if (def.inputs[i].variadic)
+      throw ValueError("Registry::add: op '" + def.name + "': only the last input may be variadic");
     if (def.inputs[i].optional && !def.inputs[i + 1].optional) {
       throw ValueError("Registry::add: op '" + def.name + "': optional inputs must come last");
     }
@@ -35,16 +36,6 @@ std::vector<std::string> Registry::names() const {
   out.reserve(ops_.size());
   for (const auto& [name, def] : ops_) out.push_back(name);
   return out;
-}
-
-const Registry& builtin_registry() {
-  // Built once, thread-safely, on first use; never modified afterwards.
-  static const Registry registry = [] {
-    Registry built;
-    register_builtin_ops(built);
-    return built;
-  }();
-  return registry;
 }
 
 }  // namespace px

@@ -17,15 +17,6 @@ namespace {
 
 using detail::Clustering;
 
-bool is_kind(const InputDescriptor& input, InputDescriptor::Kind kind) {
-  return input.kind == kind || (input.kind == InputDescriptor::Kind::SubclassInner && input.owner == kind);
-}
-
-// Parameters and buffers live the whole step.
-bool is_state(const InputDescriptor& input) {
-  return is_kind(input, InputDescriptor::Kind::Param) || is_kind(input, InputDescriptor::Kind::Buffer);
-}
-
 void check_program(const JointProgram& program, const dist::DeviceMesh& mesh, const dist::MeshTopology& topology,
                    const PlanOptions& options) {
   const ir::Graph& graph = program.graph;
@@ -77,7 +68,7 @@ Gradients find_gradients(const JointProgram& program) {
     const OutputDescriptor& descriptor = program.outputs[d];
     auto o = static_cast<size_t>(output);
     if (descriptor.kind != OutputDescriptor::Kind::Grad || descriptor.of.empty() ||
-        !is_kind(descriptor.of.front(), InputDescriptor::Kind::Param)) {
+        descriptor.of.front().underlying_kind() != InputDescriptor::Kind::Param) {
       other_use[o] = true;
       continue;
     }
@@ -269,7 +260,7 @@ void fill_liveness(PlanProblem& plan, const JointProgram& program, const Cluster
                    const Gradients& gradients) {
   const ir::Graph& graph = program.graph;
   std::vector<bool> persistent(graph.inputs().size());
-  for (size_t i = 0; i < persistent.size(); ++i) persistent[i] = is_state(program.inputs[i]);
+  for (size_t i = 0; i < persistent.size(); ++i) persistent[i] = program.inputs[i].is_model_state();
   detail::Liveness live = detail::compute_liveness(program, persistent, gradients.grad_only);
   std::vector<bool> kept(static_cast<size_t>(live.steps), false);
   kept[0] = true;

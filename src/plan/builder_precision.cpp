@@ -17,8 +17,6 @@ namespace px::plan::detail {
 
 namespace {
 
-constexpr double kForbiddenTransfer = 1e18;  // the contest's mark of an incompatible pair
-
 bool any_partial(const std::vector<Placement>& placements) {
   return std::any_of(placements.begin(), placements.end(), [](const Placement& p) { return is_partial(p); });
 }
@@ -88,7 +86,7 @@ void place_gradient_reductions(PlanProblem& plan, const JointProgram& program,
         const std::vector<Placement>& to = to_node.strategies[b].inputs[0];
         const bool forbidden = after_cast ? reduces(from, to) : any_partial(to);
         if (forbidden) {
-          matrix.costs[u_is_row ? a * width + b : b * width + a] = kForbiddenTransfer;
+          matrix.costs[u_is_row ? a * width + b : b * width + a] = kForbiddenCost;
         } else {
           any_allowed = true;
         }

@@ -14,9 +14,6 @@ namespace px::plan {
 
 namespace {
 
-// What the contest files use for incompatible strategy pairs: the solvers drop such entries.
-constexpr double kForbidden = 1e18;
-
 std::string input_name(const JointProgram& program, int64_t input) {
   return program.inputs[static_cast<size_t>(input)].str();
 }
@@ -388,7 +385,7 @@ void pair_gradients(const JointProgram& program, PlanProblem& plan) {
         const bool same =
             producer.strategies[a].outputs[static_cast<size_t>(source.output)] == param_node.strategies[b].outputs[0];
         any = any || same;
-        if (!same) edge.costs[producer_is_row ? a * width + b : b * width + a] = kForbidden;
+        if (!same) edge.costs[producer_is_row ? a * width + b : b * width + a] = kForbiddenCost;
       }
     }
     if (!any) {

@@ -131,9 +131,7 @@ DeviceProfile device_profile_from_json(std::string_view text, std::string_view s
   try {
     device.validate();
   } catch (const ValueError& error) {
-    std::string message = error.what();
-    if (message.starts_with("ValueError: ")) message.erase(0, 12);
-    throw ValueError(std::string(source) + ": " + message);
+    error.rethrow_with_context(std::string(source) + ": ");
   }
   return device;
 }

@@ -368,7 +368,7 @@ FastOutcome FastSolver::run() {
     // Polyak's target: the best feasible cost, unless it still pays prohibitive (1e18) terms, whose
     // size says nothing about how far the prices are from right; then half again above the
     // current estimate, so that prices keep rising until something fits.
-    const double target = best_feasible_ && best_cost_ < kProhibitiveCost
+    const double target = best_feasible_ && !is_forbidden_cost(best_cost_)
                               ? best_cost_
                               : 1.5 * std::max(std::fabs(dual), std::fabs(unconstrained_cost)) + 1;
     const double gap = std::max(target - dual, 1e-4 * std::fabs(target) + 1e-9);

@@ -146,7 +146,7 @@ IlpOutcome solve_ilp_model(const Model& model, const IlpOptions& options) {
     double most = 0;
     const double* c = unary.data() + model.strategy_offset[k];
     for (int32_t s = 0; s < model.num_strategies(k); ++s) {
-      if (c[s] < kProhibitiveCost) most = std::max(most, std::fabs(c[s]));
+      if (!is_forbidden_cost(c[s])) most = std::max(most, std::fabs(c[s]));
     }
     clean_span += most;
   }
@@ -155,12 +155,12 @@ IlpOutcome solve_ilp_model(const Model& model, const IlpOptions& options) {
     const double* matrix = model.matrix(edge);
     double most = 0;
     for (int64_t t = 0; t < int64_t{model.num_strategies(edge.u)} * model.num_strategies(edge.v); ++t) {
-      if (matrix[t] < kProhibitiveCost) most = std::max(most, std::fabs(matrix[t]));
+      if (!is_forbidden_cost(matrix[t])) most = std::max(most, std::fabs(matrix[t]));
     }
     clean_span += most;
   }
   const double cap = static_cast<double>(2 * clean_span);
-  const auto objective_of = [cap](double value) { return value >= kProhibitiveCost ? std::min(value, cap) : value; };
+  const auto objective_of = [cap](double value) { return is_forbidden_cost(value) ? std::min(value, cap) : value; };
 
   // Columns: x, then y.
   std::vector<int32_t> x_column(model.cost.size(), -1);
@@ -405,7 +405,7 @@ IlpOutcome solve_ilp_model(const Model& model, const IlpOptions& options) {
   outcome.cost = model_cost(model, outcome.x);
   // With prohibitive terms in the answer, CBC proved optimality for the capped costs only.
   outcome.status =
-      Cbc_isProvenOptimal(cbc.get()) && outcome.cost < kProhibitiveCost ? IlpStatus::Optimal : IlpStatus::Feasible;
+      Cbc_isProvenOptimal(cbc.get()) && !is_forbidden_cost(outcome.cost) ? IlpStatus::Optimal : IlpStatus::Feasible;
   // With pruning, CBC bounds the optimum over solutions cheaper than the incumbent; the optimum
   // is at least the smaller of that and the cost found (which is at most the incumbent's).
   const double bound = Cbc_getBestPossibleObjValue(cbc.get()) + constant;

@@ -152,17 +152,12 @@ std::string label_of(const std::string& path) {
                    ": " + json_path_text(path) + ": " + message);
 }
 
-bool is_param(const InputDescriptor& input) {
-  return input.kind == InputDescriptor::Kind::Param ||
-         (input.kind == InputDescriptor::Kind::SubclassInner && input.owner == InputDescriptor::Kind::Param);
-}
-
 // The parameter inputs whose fqn is `name` or ends in "." + `name`.
 std::vector<int64_t> matching_parameters(const JointProgram& program, const std::string& name) {
   std::vector<int64_t> exact;
   std::vector<int64_t> suffix;
   for (size_t i = 0; i < program.inputs.size(); ++i) {
-    if (!is_param(program.inputs[i])) continue;
+    if (program.inputs[i].underlying_kind() != InputDescriptor::Kind::Param) continue;
     for (const std::string& fqn : program.inputs[i].fqns) {
       if (fqn == name) {
         exact.push_back(static_cast<int64_t>(i));
@@ -182,7 +177,7 @@ std::string some_parameter_names(const JointProgram& program) {
   std::string names;
   int shown = 0;
   for (const InputDescriptor& input : program.inputs) {
-    if (!is_param(input) || input.fqns.empty()) continue;
+    if (input.underlying_kind() != InputDescriptor::Kind::Param || input.fqns.empty()) continue;
     if (shown++ == 4) return names + ", ...";
     names += (names.empty() ? "" : ", ") + input.fqns.front();
   }
@@ -418,7 +413,8 @@ Baseline import_baseline(const ImportedPlacements& imported, const JointProgram&
     baseline.notes.push_back(note + (count > 1 ? " (" + std::to_string(count) + " parameters)" : ""));
   }
   int64_t free_parameters = 0;
-  for (size_t i = 0; i < program.inputs.size(); ++i) free_parameters += is_param(program.inputs[i]) && !placed[i];
+  for (size_t i = 0; i < program.inputs.size(); ++i)
+    free_parameters += program.inputs[i].underlying_kind() == InputDescriptor::Kind::Param && !placed[i];
   if (free_parameters > 0) {
     baseline.notes.push_back(std::to_string(free_parameters) + " parameters not in " + imported.source +
                              " placed by the solver");

@@ -15,11 +15,6 @@
 
 namespace px::plan {
 
-// Costs from this size up mark incompatible strategy pairs (the contest files use 1e18) rather
-// than real costs: the solvers leave them out where they can and never let their size steer a
-// step size or a numerical tolerance.
-constexpr double kProhibitiveCost = 1e15;
-
 struct ModelEdge {
   int32_t u = 0;  // model node indices, u < v
   int32_t v = 0;

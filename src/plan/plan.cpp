@@ -16,8 +16,6 @@ namespace px::plan {
 
 namespace {
 
-constexpr double kForbiddenCost = 1e15;  // apply_constraints forbids pairs with 1e18
-
 Evaluation evaluate_with(const PlanProblem& plan, const Choice& choice, std::optional<double> budget) {
   if (!budget || budget == plan.problem.usage_limit) return evaluate(plan.problem, choice);
   ShardingProblem copy = plan.problem;
@@ -47,13 +45,6 @@ Choice least_memory_choice(const ShardingProblem& problem) {
   return choice;
 }
 
-// An error's message without its class prefix ("ValueError: "), to wrap it in another.
-std::string message_of(const Error& error) {
-  std::string text = error.what();
-  const size_t colon = text.find(": ");
-  return colon == std::string::npos ? text : text.substr(colon + 2);
-}
-
 uint64_t fnv1a(uint64_t hash, const std::string& text) {
   for (unsigned char c : text) {
     hash ^= c;
@@ -79,7 +70,7 @@ std::vector<Placement> parse_placements(const std::string& text, const std::stri
     try {
       result.push_back(parse_placement(item));
     } catch (const ValueError& error) {
-      throw ValueError("plan_from_json: " + where + ": " + message_of(error));
+      error.rethrow_with_context("plan_from_json: " + where + ": ");
     }
     begin = end + 1;
   }
@@ -138,7 +129,7 @@ ShardingPlan solve_plan(const JointProgram& program, const PlanProblem& plan, co
   if (!solved.evaluation.feasible) {
     const Choice least = least_memory_choice(constrained.plan.problem);
     const Evaluation fallback = evaluate(constrained.plan.problem, least);
-    if (!fallback.feasible || fallback.cost >= kForbiddenCost) {
+    if (!fallback.feasible || is_forbidden_cost(fallback.cost)) {
       throw InfeasiblePlan("memory budget " + detail::format_bytes(budget.value_or(0)) + ": the " + solved.solver +
                            " solver found no plan within it (its best needs " +
                            detail::format_bytes(solved.evaluation.peak_usage) + " at time step " +
@@ -152,7 +143,7 @@ ShardingPlan solve_plan(const JointProgram& program, const PlanProblem& plan, co
     restricted = least;
   }
   ShardingPlan result = price_plan(plan, constrained.to_original(restricted), std::move(label), budget);
-  if (evaluate(constrained.plan.problem, restricted).cost >= kForbiddenCost) {
+  if (is_forbidden_cost(evaluate(constrained.plan.problem, restricted).cost)) {
     throw InfeasiblePlan(
         "gradient pairing (produced in the parameter's placement): the solver found no plan that produces every "
         "gradient in its parameter's placement");
@@ -329,7 +320,7 @@ ShardingPlan load_plan(const JointProgram& program, const PlanProblem& plan, con
   try {
     return plan_from_json(program, plan, read_text_file(path), memory_budget);
   } catch (const ValueError& error) {
-    throw ValueError(path + ": " + message_of(error));
+    error.rethrow_with_context(path + ": ");
   }
 }
 

@@ -15,11 +15,6 @@ namespace px::plan {
 
 namespace {
 
-bool is_param(const InputDescriptor& input) {
-  return input.kind == InputDescriptor::Kind::Param ||
-         (input.kind == InputDescriptor::Kind::SubclassInner && input.owner == InputDescriptor::Kind::Param);
-}
-
 // A padded column: `text` left-aligned in `width`.
 std::string pad(const std::string& text, size_t width) {
   return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
@@ -49,7 +44,7 @@ std::vector<ParameterRow> parameter_table(const JointProgram& program, const Pla
   const DecodedPlan decoded = decode(plan, sharding.choice);
   std::vector<ParameterRow> rows;
   for (size_t i = 0; i < program.inputs.size(); ++i) {
-    if (!is_param(program.inputs[i])) continue;
+    if (program.inputs[i].underlying_kind() != InputDescriptor::Kind::Param) continue;
     const auto p = static_cast<size_t>(plan.input_node[i]);
     const auto s = static_cast<size_t>(sharding.choice[p]);
     ParameterRow row;
@@ -79,7 +74,8 @@ void walk_transfers(const JointProgram& program, const PlanProblem& plan, const 
   std::unordered_map<ir::ValueId, int64_t> carried;
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     placed[graph.inputs()[i]] = &decoded.inputs[i];
-    if (is_param(program.inputs[i])) carried[graph.inputs()[i]] = static_cast<int64_t>(i);
+    if (program.inputs[i].underlying_kind() == InputDescriptor::Kind::Param)
+      carried[graph.inputs()[i]] = static_cast<int64_t>(i);
   }
   for (size_t n = 0; n < graph.nodes().size(); ++n) {
     const ir::Node& node = graph.nodes()[n];
@@ -112,7 +108,9 @@ void walk_transfers(const JointProgram& program, const PlanProblem& plan, const 
     }
   }
   for (size_t i = 0; i < program.inputs.size(); ++i) {
-    if (!is_param(program.inputs[i]) || !plan.nodes[static_cast<size_t>(plan.input_node[i])].has_gradient) continue;
+    if (program.inputs[i].underlying_kind() != InputDescriptor::Kind::Param ||
+        !plan.nodes[static_cast<size_t>(plan.input_node[i])].has_gradient)
+      continue;
     const int64_t grad = program.grad_output_of(program.inputs[i]);
     if (grad >= 0) {
       transfer(graph.outputs()[static_cast<size_t>(grad)], decoded.inputs[i], static_cast<int64_t>(i));

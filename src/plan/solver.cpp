@@ -30,7 +30,7 @@ constexpr int64_t kAutoIlpMaxEntries = 200000;
 
 int64_t ilp_size(const Model& model) {
   int64_t entries = static_cast<int64_t>(model.cost.size());
-  for (double c : model.edge_costs) entries += c < kProhibitiveCost ? 1 : 0;
+  for (double c : model.edge_costs) entries += !is_forbidden_cost(c) ? 1 : 0;
   return entries;
 }
 

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "parallax/core/error.h"
+#include "parallax/core/float_identity.h"
 #include "pytree/text.h"
 
 namespace px {
@@ -83,9 +84,6 @@ void append_tree(std::string& out, const Tree& tree) {
       return;
   }
 }
-
-// NaN equals NaN here so that every tree equals its own copy.
-bool same_double(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 }  // namespace
 

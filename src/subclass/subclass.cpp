@@ -31,13 +31,21 @@ Tensor make_subclass_tensor(std::shared_ptr<TensorSubclass> instance, TensorMeta
   return Tensor(std::move(impl));
 }
 
-TensorSubclass& subclass_of(const Tensor& tensor) {
+std::shared_ptr<TensorSubclass> shared_subclass_of(const Tensor& tensor) {
   if (!tensor.defined() || !tensor.is_subclass()) {
     throw ValueError("subclass_of: " + (tensor.defined() ? "a non-subclass tensor " + tensor.meta_info().str()
                                                          : std::string("an undefined tensor")));
   }
-  return *tensor.subclass_instance();
+  // make_subclass_tensor and set_subclass_state are the only writers, and both store a TensorSubclass.
+  auto instance = std::dynamic_pointer_cast<TensorSubclass>(tensor.subclass_instance());
+  if (!instance) {
+    throw ValueError("subclass_of: the tensor " + tensor.meta_info().str() + " holds a " +
+                     tensor.subclass_instance()->type_name() + " that is not a TensorSubclass");
+  }
+  return instance;
 }
+
+TensorSubclass& subclass_of(const Tensor& tensor) { return *shared_subclass_of(tensor); }
 
 void set_subclass_state(const Tensor& tensor, const SubclassState& state) {
   std::shared_ptr<TensorSubclass> next = subclass_of(tensor).unflatten(state);

@@ -3,9 +3,9 @@
 // (which must print identically), verified, and interpreted on the sample's
 // inputs (which must equal the eager call) and on meta inputs.
 
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "parallax/ir/interpreter.h"
 #include "parallax/ir/parser.h"

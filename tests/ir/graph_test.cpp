@@ -1,9 +1,9 @@
 #include "parallax/ir/graph.h"
 
+#include <gtest/gtest.h>
+
 #include <limits>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "ir/ir_test_util.h"
 #include "parallax/ir/printer.h"

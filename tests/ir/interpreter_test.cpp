@@ -1,9 +1,9 @@
 #include "parallax/ir/interpreter.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <memory>
-
-#include <gtest/gtest.h>
 
 #include "ir/ir_test_util.h"
 #include "parallax/ir/tracer.h"

@@ -1,11 +1,11 @@
 #pragma once
 // Helpers for the IR tests: metas, builtin ops by name, and catching an error's text.
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "parallax/core/error.h"
 #include "parallax/ir/graph.h"
@@ -22,7 +22,8 @@ inline TensorMeta i64(Shape shape) { return {std::move(shape), DType::Int64}; }
 inline const OpDef& op(std::string_view name) { return builtin_registry().get(name); }
 
 // The message of the E that `fn` throws; a test failure (and "") if it throws nothing or something else.
-template <class E> std::string error_text(const std::function<void()>& fn) {
+template <class E>
+std::string error_text(const std::function<void()>& fn) {
   try {
     fn();
   } catch (const E& error) {

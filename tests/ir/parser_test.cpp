@@ -64,8 +64,9 @@ graph mlp(%0: f32[8,4] "x", %1: f32[16,4] "w1") {   # trailing comment
 }
 
 TEST(Parser, FillsDefaultsAndNormalizesAttributeOrder) {
-  Graph graph = parse(graph_with("  %1 = sum(%0) {keepdim=true} : f32[1]\n  %2 = mul_scalar(%0) {scalar=2} : f32[4]\n"
-                                 "  return %1, %2"));
+  Graph graph =
+      parse(graph_with("  %1 = sum(%0) {keepdim=true} : f32[1]\n  %2 = mul_scalar(%0) {scalar=2} : f32[4]\n"
+                       "  return %1, %2"));
   EXPECT_EQ(graph.nodes()[0].attrs, (Attrs{{"dims", Ints{}}, {"keepdim", true}}));
   EXPECT_EQ(graph.nodes()[1].attrs, (Attrs{{"scalar", 2.0}}));
   EXPECT_NE(print(graph).find("%1 = sum(%0) {dims=[], keepdim=true} : f32[1]"), std::string::npos);
@@ -153,8 +154,7 @@ TEST(Parser, UnexpectedTokens) {
   expect_error("grph g() {\n  return\n}", 1, 1, "expected 'graph', found 'grph'");
   expect_error("graph g() {\n  return\n}\n}", 4, 1, "unexpected '}' after the end of the graph");
   expect_error("graph g() {\n  return\n", 3, 1, "expected '}', found end of input");
-  expect_error(graph_with("  %1 = exp(%0) : f32[4] @ \"m\" sideways\n  return %1"), 2, 31,
-               "unknown phase 'sideways'");
+  expect_error(graph_with("  %1 = exp(%0) : f32[4] @ \"m\" sideways\n  return %1"), 2, 31, "unknown phase 'sideways'");
   expect_error(graph_with("  %1 = exp(%0) : f32[4] @ forward\n  return %1"), 2, 27,
                "expected a module path string, found 'forward'");
 }
@@ -174,8 +174,8 @@ TEST(Parser, LexicalErrors) {
 
 TEST(Parser, CommentsDoNotShiftLineNumbers) {
   expect_error(
-      "# header\n# more\ngraph g(%0: f32[4]) {  # c\n  # body comment\n  %1 = nope(%0) : f32[4]\n  return %1\n}", 5,
-      8, "unknown op 'nope'");
+      "# header\n# more\ngraph g(%0: f32[4]) {  # c\n  # body comment\n  %1 = nope(%0) : f32[4]\n  return %1\n}", 5, 8,
+      "unknown op 'nope'");
 }
 
 // Every prefix of a valid text, and the text with any one character replaced,

@@ -1,10 +1,10 @@
 #include "parallax/ir/passes.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "ir/ir_test_util.h"
 #include "parallax/ir/parser.h"

@@ -1,9 +1,9 @@
 #include "parallax/ir/printer.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "ir/ir_test_util.h"
 #include "parallax/ir/parser.h"
@@ -45,11 +45,11 @@ TEST(Printer, PrintsEveryAttributeTypeSoItParsesBack) {
   Graph graph("attrs");
   ValueId x = graph.add_input("", f32({2, 3}));
   ValueId indices = graph.add_input("", i64({4}));
-  graph.add_node(op("mul_scalar"), {x}, {{"scalar", 0.1}});                    // float
-  graph.add_node(op("mul_scalar"), {x}, {{"scalar", int64_t{3}}});             // int given for a float
-  graph.add_node(op("gelu"), {x}, {{"approximate", std::string("tanh")}});     // string
-  graph.add_node(op("cast"), {x}, {{"dtype", DType::BFloat16}});              // dtype
-  graph.add_node(op("argmax"), {x}, {});                                       // optional int: none
+  graph.add_node(op("mul_scalar"), {x}, {{"scalar", 0.1}});                      // float
+  graph.add_node(op("mul_scalar"), {x}, {{"scalar", int64_t{3}}});               // int given for a float
+  graph.add_node(op("gelu"), {x}, {{"approximate", std::string("tanh")}});       // string
+  graph.add_node(op("cast"), {x}, {{"dtype", DType::BFloat16}});                 // dtype
+  graph.add_node(op("argmax"), {x}, {});                                         // optional int: none
   graph.add_node(op("argmax"), {x}, {{"dim", int64_t{-1}}, {"keepdim", true}});  // optional int, bool
   graph.add_node(op("one_hot"), {indices}, {{"num_classes", int64_t{5}}});
   std::string text = print(graph);
@@ -68,9 +68,18 @@ TEST(Printer, PrintsEveryAttributeTypeSoItParsesBack) {
 TEST(Printer, FloatsRoundTripExactly) {
   Graph graph("floats");
   ValueId x = graph.add_input("x", f32({2}));
-  std::vector<double> values = {0.1,   1.0 / 3.0, 1e-5, 1e300, -2.5e-300, -0.0, 3.0, 123456789.0,
-                                std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
-                                std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::denorm_min()};
+  std::vector<double> values = {0.1,
+                                1.0 / 3.0,
+                                1e-5,
+                                1e300,
+                                -2.5e-300,
+                                -0.0,
+                                3.0,
+                                123456789.0,
+                                std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::quiet_NaN(),
+                                std::numeric_limits<double>::denorm_min()};
   for (double value : values) graph.add_node(op("add_scalar"), {x}, {{"scalar", value}});
   Graph parsed = parse(print(graph));
   ASSERT_EQ(parsed.nodes().size(), values.size());

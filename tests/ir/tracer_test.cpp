@@ -93,8 +93,9 @@ TEST(Tracer, ConcreteTensorsInsideTheTraceAreErrors) {
   EXPECT_EQ(error_text<ValueError>([&] { px::matmul(x, dense); }),
             "ValueError: input 1 of matmul is a concrete tensor f32[4,1] not produced in this trace; "
             "make it a graph input");
-  EXPECT_NE(error_text<ValueError>([&] { px::add(Tensor::meta({8, 4}), x); })
-                .find("input 0 of add is a meta tensor f32[8,4] not produced in this trace"),
+  EXPECT_NE(error_text<ValueError>([&] {
+              px::add(Tensor::meta({8, 4}), x);
+            }).find("input 0 of add is a meta tensor f32[8,4] not produced in this trace"),
             std::string::npos);
   EXPECT_TRUE(tracer.graph().nodes().empty());
 }
@@ -106,8 +107,9 @@ TEST(Tracer, ProxiesOfAnotherTraceAreErrors) {
   Tensor x = second.add_input("x", f32({4}));
   {
     InterceptScope scope(second);
-    EXPECT_NE(error_text<ValueError>([&] { px::add(x, foreign); })
-                  .find("input 1 of add is a proxy f32[4] of another trace; make it a graph input"),
+    EXPECT_NE(error_text<ValueError>([&] {
+                px::add(x, foreign);
+              }).find("input 1 of add is a proxy f32[4] of another trace; make it a graph input"),
               std::string::npos);
     EXPECT_THROW(second.set_outputs({foreign}), ValueError);
   }

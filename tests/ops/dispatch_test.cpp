@@ -41,15 +41,19 @@ TEST(Dispatch, FillsDefaultsAndChecksAttributes) {
   EXPECT_EQ(filled.get_float("factor"), 2.0);
   EXPECT_EQ(call(op, {x}, {{"tag", std::string("a")}})[0].to_vector<double>(), (std::vector<double>{2, 4}));
   // Ints are accepted for floats and stored as double.
-  EXPECT_EQ(check_call(op, {x}, {{"tag", std::string("a")}, {"factor", int64_t{3}}}).get("factor"),
-            AttrValue{3.0});
+  EXPECT_EQ(check_call(op, {x}, {{"tag", std::string("a")}, {"factor", int64_t{3}}}).get("factor"), AttrValue{3.0});
   EXPECT_NE(message_of([&] { call(op, {x}); }).find("missing required attribute 'tag'"), std::string::npos);
-  EXPECT_NE(message_of([&] { call(op, {x}, {{"tag", int64_t{1}}}); }).find("attribute 'tag' expects str"),
+  EXPECT_NE(message_of([&] {
+              call(op, {x}, {{"tag", int64_t{1}}});
+            }).find("attribute 'tag' expects str"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { call(op, {x}, {{"tag", std::string("a")}, {"bogus", true}}); })
-                .find("unknown attribute 'bogus'"),
+  EXPECT_NE(message_of([&] {
+              call(op, {x}, {{"tag", std::string("a")}, {"bogus", true}});
+            }).find("unknown attribute 'bogus'"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { call(op, {x, x}, {{"tag", std::string("a")}}); }).find("expected 1 tensor inputs"),
+  EXPECT_NE(message_of([&] {
+              call(op, {x, x}, {{"tag", std::string("a")}});
+            }).find("expected 1 tensor inputs"),
             std::string::npos);
   EXPECT_THROW(call(op, {Tensor()}, {{"tag", std::string("a")}}), ValueError);
 }
@@ -107,8 +111,7 @@ TEST(Dispatch, MissingFacetsAreNamedErrors) {
   registry.add(scale_op());
   const OpDef& op = registry.get("test_scale");
   EXPECT_NE(message_of([&] { vjp_of(op); }).find("'test_scale' is not differentiable"), std::string::npos);
-  EXPECT_NE(message_of([&] { sharding_rule_of(op); }).find("no sharding rule for op 'test_scale'"),
-            std::string::npos);
+  EXPECT_NE(message_of([&] { sharding_rule_of(op); }).find("no sharding rule for op 'test_scale'"), std::string::npos);
   EXPECT_NE(message_of([&] { registry.get("nope"); }).find("no op named 'nope'"), std::string::npos);
 }
 

@@ -3,10 +3,10 @@
 // without allocating, the cost is finite and non-negative, and the VJP matches
 // central finite differences in float64.
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "parallax/ops/dispatch.h"
 #include "support/op_samples.h"

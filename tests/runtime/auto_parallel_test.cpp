@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "parallax/core/error.h"
+#include "parallax/core/parallel.h"
 #include "parallax/dist/process_group.h"
 #include "parallax/nn/zoo.h"
 #include "support/test_util.h"
@@ -144,6 +145,65 @@ TEST(AutoParallelApi, InfeasibleConstraintsReachEveryRank) {
     ap.set_memory_budget(100);  // bytes: nothing fits
     EXPECT_THROW(ap.optimize_placement(*groups), InfeasiblePlan);
   });
+}
+
+// Rank 0's error reaches the other ranks as the class it was, with rank 0's message.
+TEST(AutoParallelApi, RankZeroErrorsReachEveryRankAsWhatTheyWere) {
+  const dist::DeviceMesh mesh({2});
+  std::mutex mutex;
+  std::vector<std::string> kinds(2), messages(2);
+  dist::launch(2, [&](int rank, dist::ProcessGroup& world) {
+    auto groups = std::make_shared<dist::MeshGroups>(mesh, world);
+    nn::MlpLoss model(small_mlp());
+    AutoParallel ap(model, mlp_inputs, mesh);
+    try {
+      ap.broadcast_plan(*groups, []() -> plan::ShardingPlan { throw ValueError("no plan file 'p.json'"); });
+    } catch (const ValueError& error) {
+      std::lock_guard<std::mutex> lock(mutex);
+      kinds[static_cast<size_t>(rank)] = error.kind();
+      messages[static_cast<size_t>(rank)] = error.message();
+    }
+  });
+  EXPECT_EQ(kinds[0], "ValueError");
+  EXPECT_EQ(kinds[1], "ValueError");
+  EXPECT_EQ(messages[0], "no plan file 'p.json'");
+  EXPECT_EQ(messages[1], "rank 0 could not plan: no plan file 'p.json'");
+}
+
+TEST(AutoParallelApi, InputConstraintsOnLeavesTheGraphDoesNotReadAreRefused) {
+  const dist::DeviceMesh mesh({2});
+  nn::MlpLoss model(small_mlp());
+  AutoParallel ap(model, mlp_inputs, mesh);
+  const plan::PlacementPattern replicated{Replicate{}};
+  EXPECT_NO_THROW(ap.add_input_constraints({replicated, std::nullopt}));
+  const std::string message = testing::error_message([&] {
+    ap.add_input_constraints({std::nullopt, std::nullopt, replicated});
+  });
+  EXPECT_NE(message.find("add_input_constraints: forward input leaf 2 is not a tensor the graph reads"),
+            std::string::npos)
+      << message;
+}
+
+// The same problem gives the same plan, byte for byte: planned again in the same process (no
+// state carried between planners), and with the kernels on a 2-thread pool while planning.
+TEST(AutoParallelApi, PlansAreTheSameBytesAcrossRunsAndThreadCounts) {
+  const dist::DeviceMesh mesh({2, 2});
+  nn::GPTConfig config = nn::zoo_model("gpt-mini").gpt;
+  config.dtype = DType::Float32;
+  auto inputs = [&] {
+    return std::make_tuple(testing::random_ints({4, 16}, 0, config.vocab, 1),
+                           testing::random_ints({4, 16}, 0, config.vocab, 2));
+  };
+  auto plan_once = [&] {
+    nn::LmLoss<nn::GPT> model(config);
+    AutoParallel ap(model, inputs, mesh);
+    return ap.plan_json(ap.optimize_placement());
+  };
+  const std::string first = plan_once();
+  EXPECT_EQ(plan_once(), first);
+  ThreadPool pool(2);
+  ParallelScope scope(&pool);
+  EXPECT_EQ(plan_once(), first);
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ struct TrainingRun {
 // The single-device run: the model materialized, its joint graph interpreted, AdamW on whole tensors.
 template <class Model, class Inputs>
 TrainingRun reference_run(Model& model, const Inputs& inputs, uint64_t seed, DType dtype,
-                  const MixedPrecisionPolicy& precision = {}, int steps = kSteps) {
+                          const MixedPrecisionPolicy& precision = {}, int steps = kSteps) {
   model.materialize(seed);
   CaptureOptions capture_options;
   capture_options.precision = precision;
@@ -84,8 +84,8 @@ TrainingRun reference_run(Model& model, const Inputs& inputs, uint64_t seed, DTy
 // rank 0's view of the run is returned.
 template <class MakeModel, class Inputs>
 TrainingRun mesh_run(const MakeModel& make_model, const Inputs& inputs, const dist::DeviceMesh& mesh,
-             const std::string& plan_json, uint64_t seed, DType dtype, const MixedPrecisionPolicy& precision,
-             plan::Checkpointing checkpointing) {
+                     const std::string& plan_json, uint64_t seed, DType dtype, const MixedPrecisionPolicy& precision,
+                     plan::Checkpointing checkpointing) {
   TrainingRun result;
   std::mutex mutex;
   dist::launch(static_cast<int>(mesh.size()), [&](int rank, dist::ProcessGroup& world) {
@@ -115,7 +115,8 @@ TrainingRun mesh_run(const MakeModel& make_model, const Inputs& inputs, const di
   return result;
 }
 
-void expect_same_run(const TrainingRun& actual, const TrainingRun& expected, double tolerance, double parameter_tolerance) {
+void expect_same_run(const TrainingRun& actual, const TrainingRun& expected, double tolerance,
+                     double parameter_tolerance) {
   ASSERT_EQ(actual.losses.size(), expected.losses.size());
   for (size_t step = 0; step < expected.losses.size(); ++step) {
     EXPECT_NEAR(actual.losses[step], expected.losses[step], tolerance * std::abs(expected.losses[step]))
@@ -169,8 +170,8 @@ void check_every_plan(const Config& config, const Inputs& inputs, const dist::De
   ASSERT_EQ(plans.size(), mesh.ndim() == 2 ? 5u : 4u);
   for (const auto& [label, json] : plans) {
     SCOPED_TRACE(label + " on " + mesh.str());
-    expect_same_run(mesh_run(make, inputs, mesh, json, kSeed, dtype, precision, checkpointing), expected,
-                    tolerance, parameter_tolerance);
+    expect_same_run(mesh_run(make, inputs, mesh, json, kSeed, dtype, precision, checkpointing), expected, tolerance,
+                    parameter_tolerance);
   }
 }
 
@@ -179,7 +180,10 @@ TEST_P(Parity, FiveAdamWStepsMatchSingleDevice) {
   const dist::DeviceMesh mesh(param.mesh);
   // One rank runs the single-device program, recomputations included: the same bits.
   const bool one_rank = param.mesh == std::vector<int64_t>{1};
-  const double tolerance = one_rank ? 0.0 : param.bf16_policy ? kBf16LossTolerance : param.dtype == DType::Float64 ? 1e-10 : 1e-4;
+  const double tolerance = one_rank                        ? 0.0
+                           : param.bf16_policy             ? kBf16LossTolerance
+                           : param.dtype == DType::Float64 ? 1e-10
+                                                           : 1e-4;
   const double parameter_tolerance = param.bf16_policy ? kBf16ParameterTolerance : tolerance;
   const MixedPrecisionPolicy precision = param.bf16_policy ? bf16_policy() : MixedPrecisionPolicy{};
   const nn::ModelSpec spec = nn::zoo_model(param.model);
@@ -187,55 +191,49 @@ TEST_P(Parity, FiveAdamWStepsMatchSingleDevice) {
     const nn::MlpConfig config{.in = 8, .hidden = 16, .out = 4, .dtype = param.dtype};
     const auto inputs =
         std::make_tuple(testing::random_tensor({8, 8}, param.dtype, 3), testing::random_ints({8}, 0, 4, 4));
-    check_every_plan<nn::MlpLoss>(config, inputs, mesh, tolerance, parameter_tolerance, precision,
-                                        param.checkpointing);
+    check_every_plan<nn::MlpLoss>(config, inputs, mesh, tolerance, parameter_tolerance, precision, param.checkpointing);
   } else if (spec.kind == nn::ModelSpec::Kind::Gpt) {
     nn::GPTConfig config = spec.gpt;
     config.dtype = param.dtype;
     const auto inputs = std::make_tuple(testing::random_ints({4, 8}, 0, config.vocab, 5),
                                         testing::random_ints({4, 8}, 0, config.vocab, 6));
     check_every_plan<nn::LmLoss<nn::GPT>>(config, inputs, mesh, tolerance, parameter_tolerance, precision,
-                                        param.checkpointing);
+                                          param.checkpointing);
   } else {
     nn::LlamaConfig config = spec.llama;
     config.dtype = param.dtype;
     const auto inputs = std::make_tuple(testing::random_ints({4, 8}, 0, config.vocab, 5),
                                         testing::random_ints({4, 8}, 0, config.vocab, 6));
     check_every_plan<nn::LmLoss<nn::Llama>>(config, inputs, mesh, tolerance, parameter_tolerance, precision,
-                                        param.checkpointing);
+                                            param.checkpointing);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Runtime, Parity,
-                         ::testing::Values(ParityCase{"mlp", {2}}, ParityCase{"mlp", {4}}, ParityCase{"mlp", {2, 2}},
-                                           ParityCase{"gpt-mini", {2}}, ParityCase{"gpt-mini", {4}},
-                                           ParityCase{"gpt-mini", {2, 2}}, ParityCase{"llama-mini", {2}},
-                                           ParityCase{"llama-mini", {4}}, ParityCase{"llama-mini", {2, 2}},
-                                           ParityCase{"mlp", {2, 2}, DType::Float32},
-                                           ParityCase{"gpt-mini", {4}, DType::Float32},
-                                           ParityCase{"llama-mini", {2, 2}, DType::Float32},
-                                           ParityCase{"mlp", {2, 2}, DType::Float32, true},
-                                           ParityCase{"gpt-mini", {2}, DType::Float32, true},
-                                           ParityCase{"gpt-mini", {4}, DType::Float32, true},
-                                           ParityCase{"llama-mini", {2, 2}, DType::Float32, true},
-                                           ParityCase{"llama-mini", {1}, DType::Float64, false, plan::Checkpointing::Full},
-                                           ParityCase{"gpt-mini", {1}, DType::Float64, false,
-                                                      plan::Checkpointing::Selective},
-                                           ParityCase{"llama-mini", {2, 2}, DType::Float64, false,
-                                                      plan::Checkpointing::Full},
-                                           ParityCase{"gpt-mini", {2}, DType::Float64, false,
-                                                      plan::Checkpointing::Selective}),
-                         [](const ::testing::TestParamInfo<ParityCase>& info) {
-                           std::string name = info.param.model + "_on";
-                           for (int64_t size : info.param.mesh) name += "_" + std::to_string(size);
-                           name += info.param.dtype == DType::Float64 ? "_f64" : "_f32";
-                           if (info.param.bf16_policy) name += "_bf16_policy";
-                           if (info.param.checkpointing != plan::Checkpointing::None) {
-                             name += "_ac_" + std::string(plan::checkpointing_name(info.param.checkpointing));
-                           }
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, Parity,
+    ::testing::Values(ParityCase{"mlp", {2}}, ParityCase{"mlp", {4}}, ParityCase{"mlp", {2, 2}},
+                      ParityCase{"gpt-mini", {2}}, ParityCase{"gpt-mini", {4}}, ParityCase{"gpt-mini", {2, 2}},
+                      ParityCase{"llama-mini", {2}}, ParityCase{"llama-mini", {4}}, ParityCase{"llama-mini", {2, 2}},
+                      ParityCase{"mlp", {2, 2}, DType::Float32}, ParityCase{"gpt-mini", {4}, DType::Float32},
+                      ParityCase{"llama-mini", {2, 2}, DType::Float32}, ParityCase{"mlp", {2, 2}, DType::Float32, true},
+                      ParityCase{"gpt-mini", {2}, DType::Float32, true},
+                      ParityCase{"gpt-mini", {4}, DType::Float32, true},
+                      ParityCase{"llama-mini", {2, 2}, DType::Float32, true},
+                      ParityCase{"llama-mini", {1}, DType::Float64, false, plan::Checkpointing::Full},
+                      ParityCase{"gpt-mini", {1}, DType::Float64, false, plan::Checkpointing::Selective},
+                      ParityCase{"llama-mini", {2, 2}, DType::Float64, false, plan::Checkpointing::Full},
+                      ParityCase{"gpt-mini", {2}, DType::Float64, false, plan::Checkpointing::Selective}),
+    [](const ::testing::TestParamInfo<ParityCase>& info) {
+      std::string name = info.param.model + "_on";
+      for (int64_t size : info.param.mesh) name += "_" + std::to_string(size);
+      name += info.param.dtype == DType::Float64 ? "_f64" : "_f32";
+      if (info.param.bf16_policy) name += "_bf16_policy";
+      if (info.param.checkpointing != plan::Checkpointing::None) {
+        name += "_ac_" + std::string(plan::checkpointing_name(info.param.checkpointing));
+      }
+      for (char& c : name) c = c == '-' ? '_' : c;
+      return name;
+    });
 
 // One rank under the bf16 policy runs the single-device program: every sum in the same order,
 // so the same bits.

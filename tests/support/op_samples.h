@@ -16,8 +16,8 @@ struct OpSample {
   std::string op;
   std::vector<Tensor> inputs;  // float64 where differentiable, so finite differences are exact enough
   Attrs attrs;
-  bool check_vjp = true;     // false for non-differentiable ops
-  std::string note;          // e.g. "broadcast", "non-contiguous"
+  bool check_vjp = true;  // false for non-differentiable ops
+  std::string note;       // e.g. "broadcast", "non-contiguous"
 };
 
 // gtest prints samples through this (instead of a byte dump) when a case fails.

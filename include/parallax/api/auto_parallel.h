@@ -55,9 +55,11 @@ class AutoParallel {
 
   // Each parameter's bytes per device within [low, high] x its full size (plan/constraints.h).
   void add_parameter_memory_constraint(double low, double high);
-  // One pattern per forward argument tensor (flattened, in order): nullopt leaves it free.
+  // One pattern per forward input leaf (flattened, in order): nullopt leaves it free. ValueError
+  // naming the leaf for a pattern on a leaf the graph does not read (non-tensor or unused).
   void add_input_constraints(const std::vector<std::optional<plan::PlacementPattern>>& patterns);
-  // One pattern per forward output tensor (flattened, in order).
+  // One pattern per forward output leaf (flattened, in order): nullopt leaves it free. ValueError
+  // naming the leaf for a pattern on a leaf the graph does not compute.
   void add_output_constraints(const std::vector<std::optional<plan::PlacementPattern>>& patterns);
   void set_memory_budget(double bytes_per_device);
 
@@ -67,8 +69,8 @@ class AutoParallel {
   // checks its fingerprint against its own program.
   plan::ShardingPlan optimize_placement(const dist::MeshGroups& groups);
   // Collective: rank 0 calls `make` (solve, pick a baseline, load a file), every rank receives its
-  // plan as JSON and checks the fingerprint. An error on rank 0 reaches every rank (InfeasiblePlan
-  // with rank 0's message on the others).
+  // plan as JSON and checks the fingerprint. An error on rank 0 reaches every rank as what it was
+  // (the same error class, its message after "rank 0 could not plan: " on the other ranks).
   plan::ShardingPlan broadcast_plan(const dist::MeshGroups& groups, const std::function<plan::ShardingPlan()>& make);
   // This rank's module under `sharding` (solved here, loaded, or a baseline's plan).
   ParallelModule apply_placement(const plan::ShardingPlan& sharding, std::shared_ptr<const dist::MeshGroups> groups);

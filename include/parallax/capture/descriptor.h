@@ -43,6 +43,11 @@ struct InputDescriptor {
   // A parameter or buffer itself (not a subclass's inner tensor): the model's state, which a
   // training step keeps and a checkpoint saves.
   bool is_param_or_buffer() const { return kind == Kind::Param || kind == Kind::Buffer; }
+  // The kind seen through a subclass: an inner tensor answers with its owner's kind.
+  Kind underlying_kind() const { return kind == Kind::SubclassInner ? owner : kind; }
+  // A parameter or buffer, or an inner tensor of one: what lives for the whole step (the
+  // planner's memory model) and is never a user's batch.
+  bool is_model_state() const { return underlying_kind() == Kind::Param || underlying_kind() == Kind::Buffer; }
 
   // `Param(fc.weight)`, `Param(wte.weight, lm_head.weight)`, `UserInput([0])`, `Tangent([0])`,
   // `SubclassInner([1], mask)`, `SubclassInner(Param(w), scale)`.

@@ -9,8 +9,7 @@ namespace px {
 
 enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
 
-inline constexpr DType kAllDTypes[] = {DType::Float32, DType::Float64, DType::Int64, DType::Bool,
-                                       DType::BFloat16};
+inline constexpr DType kAllDTypes[] = {DType::Float32, DType::Float64, DType::Int64, DType::Bool, DType::BFloat16};
 
 int64_t dtype_size(DType dtype);
 // Short names used in printing and the IR text format: f32, f64, i64, bool, bf16.
@@ -45,6 +44,8 @@ struct BFloat16 {
 };
 
 // The C++ type that stores each dtype.
+// One line per dtype: the table reads as one.
+// clang-format off
 template <DType D> struct DTypeStorage;
 template <> struct DTypeStorage<DType::Float32> { using type = float; };
 template <> struct DTypeStorage<DType::Float64> { using type = double; };
@@ -58,15 +59,22 @@ template <> constexpr DType dtype_of<double>() { return DType::Float64; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
 template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
 template <> constexpr DType dtype_of<BFloat16>() { return DType::BFloat16; }
+// clang-format on
 
 // Calls fn(T{}) with T the storage type of dtype.
-template <class Fn> decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
+template <class Fn>
+decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::Float32: return fn(float{});
-    case DType::Float64: return fn(double{});
-    case DType::Int64: return fn(int64_t{});
-    case DType::Bool: return fn(bool{});
-    case DType::BFloat16: return fn(BFloat16{});
+    case DType::Float32:
+      return fn(float{});
+    case DType::Float64:
+      return fn(double{});
+    case DType::Int64:
+      return fn(int64_t{});
+    case DType::Bool:
+      return fn(bool{});
+    case DType::BFloat16:
+      return fn(BFloat16{});
   }
   return fn(float{});
 }

@@ -4,8 +4,8 @@
 //   Meta  - shape and dtype only (a 70B-element meta tensor costs nothing);
 //   Proxy - a value in a graph under construction; the tracer that made it
 //           owns a ProxyHandle that says which value it is.
-//   Subclass - a TensorSubclass instance (subclass/subclass.h) that implements
-//           ops on itself; shape and dtype are its outer (logical) ones.
+//   Subclass - a SubclassHandle (below; subclass/subclass.h builds the protocol on
+//           it) that implements ops on itself; shape and dtype are its outer ones.
 //
 // Methods that make new tensors (view, reshape, permute, ...) go through the op
 // dispatcher (they are ops, defined in src/ops/), so they trace like any op.
@@ -30,7 +30,21 @@ namespace px {
 
 enum class TensorKind : uint8_t { Dense, Meta, Proxy, Subclass };
 
-class TensorSubclass;  // subclass/subclass.h
+class Tensor;
+struct OpDef;  // ops/op_def.h
+class Attrs;   // ops/attrs.h
+
+// What a subclass tensor holds, as the dispatcher sees it: a name for messages and the hook that
+// implements each op called on it. The subclass layer builds the whole protocol on this
+// (TensorSubclass: flatten, unflatten), so that the layers below it need nothing from it.
+class SubclassHandle {
+ public:
+  virtual ~SubclassHandle() = default;
+  // A short name for messages and guards ("ScaledTensor").
+  virtual std::string type_name() const = 0;
+  // Implements `op` on `args` (at least one of which holds this instance).
+  virtual std::vector<Tensor> dispatch(const OpDef& op, const std::vector<Tensor>& args, const Attrs& attrs) = 0;
+};
 
 // Opaque identity of a traced value; the tracer derives from it.
 class ProxyHandle {
@@ -49,7 +63,7 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   std::shared_ptr<Storage> storage;
   std::shared_ptr<ProxyHandle> proxy;
-  std::shared_ptr<TensorSubclass> subclass;
+  std::shared_ptr<SubclassHandle> subclass;
 };
 
 class Tensor {
@@ -90,7 +104,7 @@ class Tensor {
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const;
   const std::shared_ptr<ProxyHandle>& proxy_handle() const;
-  const std::shared_ptr<TensorSubclass>& subclass_instance() const;
+  const std::shared_ptr<SubclassHandle>& subclass_instance() const;
   bool shares_storage_with(const Tensor& other) const;
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   bool same(const Tensor& other) const { return impl_ == other.impl_; }

@@ -60,7 +60,17 @@ struct LocalCallPlan {
   LocalContext context() const;  // views into this plan: keep the plan alive while it is used
 };
 
-// ValueError naming the op, the strategy and the coordinate when the strategy is not sound there.
+// A strategy that is not sound at some coordinate: a placement cannot cut its tensor there, the
+// local op fails on the shards, or it gives other shards than the output placements need. A
+// ValueError, so callers that catch those still do; is_sound() takes it, and only it, as "no".
+class UnsoundStrategy : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
+
+// UnsoundStrategy naming the op, the strategy and the coordinate when the strategy is not sound
+// there; ValueError (or the inference's own error) for a call that is wrong whatever the
+// strategy: global inputs the op rejects, or a strategy of another arity.
 LocalCallPlan plan_local_call(const OpDef& op, const std::vector<TensorMeta>& global_inputs, const Attrs& attrs,
                               const NdStrategy& strategy, const dist::DeviceMesh& mesh,
                               std::span<const int64_t> coordinate);

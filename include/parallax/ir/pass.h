@@ -39,7 +39,8 @@ class Pass {
 class PassManager {
  public:
   PassManager& add(std::unique_ptr<Pass> pass);
-  template <class P, class... Args> PassManager& add(Args&&... args) {
+  template <class P, class... Args>
+  PassManager& add(Args&&... args) {
     return add(std::make_unique<P>(std::forward<Args>(args)...));
   }
   // Verification before the first pass and after each pass; on by default.

@@ -49,7 +49,9 @@ class Attrs {
   bool empty() const { return items_.empty(); }
   // "{dims=[0], keepdim=true}" (empty string when there are none)
   std::string str() const;
-  friend bool operator==(const Attrs&, const Attrs&) = default;
+  // Same names, order and values; doubles compare with same_double (core/float_identity.h), so an
+  // op with a NaN attribute equals its own copy and one with -0.0 differs from one with 0.0.
+  friend bool operator==(const Attrs& a, const Attrs& b);
 
  private:
   std::vector<std::pair<std::string, AttrValue>> items_;

@@ -1,6 +1,7 @@
 #pragma once
 // The dispatcher routes an op call, in this order:
-//   1. subclass hook   - if an input is a tensor-subclass instance (arrives with the subclass work);
+//   1. subclass hook   - if an input is a subclass tensor, its SubclassHandle::dispatch (core/tensor.h;
+//                        the subclass layer implements it, the dispatcher knows only the handle);
 //   2. interceptor     - the innermost DispatchInterceptor installed on this thread (a tracer);
 //   3. meta inference  - if any input is meta (or the call asks for meta outputs);
 //   4. CPU kernel.

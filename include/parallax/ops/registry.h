@@ -29,7 +29,13 @@ class Registry {
   std::map<std::string, std::unique_ptr<OpDef>, std::less<>> ops_;
 };
 
-// Fills `registry` with every built-in op.
+// Fills `registry` with the ops this layer defines: every tensor op (src/ops/defs/).
+void register_tensor_ops(Registry& registry);
+
+// Fills `registry` with every built-in op: the tensor ops and the collectives, which the dist
+// layer defines because their kernels need process groups. Both this and builtin_registry() are
+// defined there (src/dist/builtin_registry.cpp), the top layer that defines ops, so that this
+// layer includes nothing from the layers above it.
 void register_builtin_ops(Registry& registry);
 
 // The built-in ops, built once on first use and immutable afterwards.

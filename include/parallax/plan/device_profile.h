@@ -102,8 +102,7 @@ dist::MeshTopology cluster_topology(const dist::DeviceMesh& mesh, const DevicePr
 // picks the matmul peak (16-bit or 32-bit by `dtype`, the op's input dtype) over the vector peak.
 double roofline_seconds(const OpCost& cost, bool matmul_like, DType dtype, const DeviceProfile& device);
 
-// The cost `op` reports for these (local) metas: its cost facet, or, for an op without one, its
-// inputs and outputs moved once and nothing computed.
+// The cost `op`'s cost facet reports for these (local) metas.
 OpCost op_cost(const OpDef& op, const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs,
                const Attrs& attrs);
 // The dtype an op is priced at: that of input 0 (of output 0 when it has no inputs).

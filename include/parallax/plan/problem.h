@@ -19,6 +19,17 @@
 
 namespace px::plan {
 
+// The cost that marks a forbidden strategy pair: what the contest files write, and what the
+// planner writes where a constraint rules a pair out.
+inline constexpr double kForbiddenCost = 1e18;
+// Costs from this size up are forbidden marks, not real ones (the planner's costs are seconds,
+// the contest's stay below 2^53): the solvers leave them out where they can and never let their
+// size steer a step size or a numerical tolerance, and a solution whose cost reaches it breaks a
+// constraint. Well below the mark, so that a mark that went through sums and differences with
+// real costs (the fast solver's incremental cost) still counts.
+inline constexpr double kForbiddenCostThreshold = 1e15;
+inline bool is_forbidden_cost(double cost) { return cost >= kForbiddenCostThreshold; }
+
 struct ProblemNode {
   std::string name;   // optional; our own problems name the graph value
   int64_t start = 0;  // live over [start, end)

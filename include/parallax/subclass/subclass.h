@@ -47,23 +47,21 @@ struct SubclassState {
   bool has(std::string_view attribute) const;  // present (defined)
 };
 
-class TensorSubclass {
+// The protocol: type_name() and dispatch() from SubclassHandle (core/tensor.h), which is all
+// the dispatcher sees, plus the state that capture flattens, guards and rebuilds.
+class TensorSubclass : public SubclassHandle {
  public:
-  virtual ~TensorSubclass() = default;
-
-  // A short name for messages and guards ("ScaledTensor").
-  virtual std::string type_name() const = 0;
   virtual SubclassState flatten() const = 0;
   // A new instance of this type from a state shaped like flatten()'s.
   virtual std::shared_ptr<TensorSubclass> unflatten(const SubclassState& state) const = 0;
-  // Implements `op` on `args` (at least one of which holds this instance).
-  virtual std::vector<Tensor> dispatch(const OpDef& op, const std::vector<Tensor>& args, const Attrs& attrs) = 0;
 };
 
 // A tensor of outer shape and dtype `meta` holding `instance`.
 Tensor make_subclass_tensor(std::shared_ptr<TensorSubclass> instance, TensorMeta meta);
 // The instance a subclass tensor holds; ValueError for any other tensor.
 TensorSubclass& subclass_of(const Tensor& tensor);
+// The same, shared: what capture keeps to restore an instance the dispatch code replaced.
+std::shared_ptr<TensorSubclass> shared_subclass_of(const Tensor& tensor);
 // A subclass instance of type T, or nullptr when `tensor` holds none or another type.
 template <class T>
 T* subclass_as(const Tensor& tensor) {
