@@ -210,7 +210,8 @@ Command add_plan_command(CLI::App& app) {
       ->check(positive_integer());
   sub->add_option(
          "--device", args->device,
-         "Device profile: h100, h200, a100, cpu (this machine), or a profile file (.json) from parallax calibrate")
+         "Device profile: h100, h200, a100, cpu (a fixed reference CPU, not this machine), or a profile file (.json) "
+         "from parallax calibrate, which measures this machine")
       ->capture_default_str();
   sub->add_option("--memory-budget", args->memory_budget_gb, "Per-device memory budget in GB (default: capacity)")
       ->check(positive_number());

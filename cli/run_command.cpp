@@ -397,8 +397,8 @@ Command add_run_command(CLI::App& app) {
       ->check(positive_number());
   sub->add_option("--seed", args->seed, "Parameter and data seed")->capture_default_str();
   sub->add_option("--device", args->device,
-                  "Device profile the plan is priced for: cpu, h100, h200, a100, or a profile file (.json) from "
-                  "parallax calibrate")
+                  "Device profile the plan is priced for: cpu (a fixed reference CPU, not this machine), h100, h200, "
+                  "a100, or a profile file (.json) from parallax calibrate, which measures this machine")
       ->capture_default_str();
   sub->add_option("--backend", args->backend, "auto (mpi under mpirun, else threads), threads or mpi")
       ->check(CLI::IsMember({"auto", "threads", "mpi"}))

@@ -43,7 +43,7 @@ std::string broadcast_text(dist::ProcessGroup& world, const std::string& text, b
 
 plan::PlanOptions AutoParallelOptions::default_plan_options() {
   plan::PlanOptions options;
-  options.device = plan::this_cpu();
+  options.device = plan::reference_cpu();
   return options;
 }
 

@@ -17,7 +17,10 @@ using detail::TokenKind;
 
 class Parser {
  public:
-  Parser(std::string_view text, const Registry& registry) : lexer_(text), registry_(registry) { advance(); }
+  Parser(std::string_view text, const Registry& registry, bool check_types)
+      : lexer_(text), registry_(registry), check_types_(check_types) {
+    advance();
+  }
 
   Graph parse_graph() {
     expect_ident("graph");
@@ -115,11 +118,15 @@ class Parser {
   static AttrValue word_attr(const Token& word);
   std::vector<int64_t> parse_ints();
   std::vector<std::pair<TensorMeta, std::string>> parse_output_types(const Token& op_token, size_t count);
+  void check_output_types(const OpDef& op, const Token& op_token, const std::vector<TensorMeta>& input_metas,
+                          const Attrs& attrs, const std::vector<Token>& outputs,
+                          const std::vector<std::pair<TensorMeta, std::string>>& types);
   Provenance parse_provenance();
   void parse_return();
 
   Lexer lexer_;
   const Registry& registry_;
+  bool check_types_;
   Token token_;
   Graph graph_;
 };
@@ -156,12 +163,34 @@ void Parser::parse_node() {
   }
   expect_punct(':');
   auto types = parse_output_types(op_token, outputs.size());
+  if (check_types_) check_output_types(*op, op_token, input_metas, node.attrs, outputs, types);
   if (token_.is_punct('@')) node.provenance = parse_provenance();
   for (size_t i = 0; i < outputs.size(); ++i) {
     auto& [meta, name] = types[i];
     node.outputs.push_back(graph_.new_value(std::move(meta), std::move(name), outputs[i].int_value));
   }
   graph_.mutable_nodes().push_back(std::move(node));
+}
+
+void Parser::check_output_types(const OpDef& op, const Token& op_token, const std::vector<TensorMeta>& input_metas,
+                                const Attrs& attrs, const std::vector<Token>& outputs,
+                                const std::vector<std::pair<TensorMeta, std::string>>& types) {
+  std::vector<TensorMeta> inferred;
+  try {
+    inferred = op.infer(input_metas, attrs);
+  } catch (const Error& error) {
+    fail_at(op_token, error.message());
+  }
+  if (inferred.size() != types.size()) {
+    fail_at(op_token, op.name + " gives " + std::to_string(inferred.size()) + " outputs, the text defines " +
+                          std::to_string(types.size()));
+  }
+  for (size_t i = 0; i < inferred.size(); ++i) {
+    if (inferred[i] != types[i].first) {
+      fail_at(op_token, op.name + " infers " + inferred[i].str() + " for %" + std::to_string(outputs[i].int_value) +
+                            ", the text says " + types[i].first.str());
+    }
+  }
 }
 
 Attrs Parser::parse_attrs(const OpDef& op) {
@@ -278,6 +307,10 @@ void Parser::parse_return() {
 
 }  // namespace
 
-Graph parse(std::string_view text, const Registry& registry) { return Parser(text, registry).parse_graph(); }
+Graph parse(std::string_view text, const Registry& registry) { return Parser(text, registry, true).parse_graph(); }
+
+Graph parse_unchecked(std::string_view text, const Registry& registry) {
+  return Parser(text, registry, false).parse_graph();
+}
 
 }  // namespace px::ir

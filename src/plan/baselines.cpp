@@ -171,13 +171,14 @@ Baseline make_baseline(BaselineKind kind, const JointProgram& program, const Pla
   std::set<int64_t> done_nodes;
   for (size_t i = 0; i < program.inputs.size(); ++i) {
     const InputDescriptor& input = program.inputs[i];
-    const InputDescriptor::Kind input_kind =
-        input.kind == InputDescriptor::Kind::SubclassInner ? input.owner : input.kind;
+    const InputDescriptor::Kind input_kind = input.underlying_kind();
     const TensorMeta& meta = program.graph.meta(program.graph.inputs()[i]);
     std::vector<std::vector<Placement>> candidates(static_cast<size_t>(ndim));
+    bool unsplit_on_tp = false;  // a parameter the Megatron pattern does not name, on a tp dim
     if (input_kind == InputDescriptor::Kind::Param) {
       bool is_bias = false;
       const TpSplit split = tp_split(input, is_bias);
+      unsplit_on_tp = split == TpSplit::None && std::find(roles.begin(), roles.end(), Role::Tp) != roles.end();
       for (size_t d = 0; d < candidates.size(); ++d) {
         auto& list = candidates[d];
         switch (roles[d]) {
@@ -214,6 +215,13 @@ Baseline make_baseline(BaselineKind kind, const JointProgram& program, const Pla
     if (*placements != wanted && !repeat) {
       baseline.notes.push_back(input.str() + " " + meta.str() + ": " + placements_str(wanted) +
                                " would leave a device an empty shard; " + placements_str(*placements) + " instead");
+    }
+    if (unsplit_on_tp && !repeat) {
+      // Norm weights are meant to be replicated; anything else here is a module the pattern does
+      // not know, and the report says so rather than replicating it unannounced.
+      baseline.notes.push_back(input.str() + " " + meta.str() +
+                               ": replicated on the tp dim (its name matches no Megatron column, row or vocab "
+                               "module)");
     }
     baseline.constraints.inputs.push_back(InputConstraint{static_cast<int64_t>(i), exactly(*placements)});
   }

@@ -220,6 +220,7 @@ void fill_strategies(PlanProblem& plan, const JointProgram& program) {
   const ir::Graph& graph = program.graph;
   detail::StrategyCache cache(plan.mesh, plan.options.device);
   std::map<std::string, std::vector<NdStrategy>> input_cache;
+  std::map<std::string, int64_t> replicated_factories;  // "op meta" -> graph nodes computed whole on every rank
   for (PlanNode& node : plan.nodes) {
     auto rep = static_cast<size_t>(node.members.front());
     auto copies = static_cast<double>(node.members.size());
@@ -242,8 +243,12 @@ void fill_strategies(PlanProblem& plan, const JointProgram& program) {
     try {
       entry = &cache.entry(graph_node, metas_of(graph, graph_node.inputs), metas_of(graph, graph_node.outputs));
     } catch (const UnsupportedOp& error) {
-      throw UnsupportedOp("build_problem: node " + std::to_string(rep) + ", " + node_name(graph_node) + ": " +
-                          error.what());
+      error.rethrow_with_context("build_problem: node " + std::to_string(rep) + ", " + node_name(graph_node) + ": ");
+    }
+    if (!graph_node.op->sharding && graph_node.inputs.empty()) {
+      std::string key = graph_node.op->name;
+      for (ir::ValueId output : graph_node.outputs) key += " " + graph.meta(output).str();
+      replicated_factories[key] += static_cast<int64_t>(node.members.size());
     }
     if (entry->strategies.empty()) {
       throw UnsupportedOp("build_problem: node " + std::to_string(rep) + ", " + node_name(graph_node) +
@@ -252,6 +257,15 @@ void fill_strategies(PlanProblem& plan, const JointProgram& program) {
     node.strategies = entry->strategies;
     node.local_bytes = entry->bytes;
     for (double seconds : entry->seconds) node.compute_seconds.push_back(seconds * copies);
+  }
+  if (!replicated_factories.empty()) {
+    std::string note = "computed whole on every device (factories without a sharding rule):";
+    const char* separator = " ";
+    for (const auto& [op, count] : replicated_factories) {
+      note += separator + op + (count > 1 ? " x" + std::to_string(count) : "");
+      separator = ", ";
+    }
+    plan.notes.push_back(note);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <variant>
 
@@ -161,37 +162,56 @@ void apply_placements(Cutter& cutter, const JointProgram& program, const PlanPro
 }
 
 // Per-parameter filtering for ParameterMemory (the reasoning is in plan/constraints.h).
+// A parameter's candidate shares of its full size per device, from its kept strategies.
+struct ParameterShares {
+  int64_t node = 0;
+  double bytes = 0;          // all members, full size
+  std::vector<double> kept;  // distinct shares of the kept strategies, ascending
+  double min() const { return kept.empty() ? std::numeric_limits<double>::infinity() : kept.front(); }
+  double max() const { return kept.empty() ? 0.0 : kept.back(); }
+  // The largest kept share at most t, else the smallest (the parameter cannot go that low).
+  double at_most(double t, double tolerance) const {
+    auto it = std::upper_bound(kept.begin(), kept.end(), t * (1 + tolerance));
+    return it == kept.begin() ? min() : *std::prev(it);
+  }
+  // The smallest kept share at least t, else the largest (the parameter cannot go that high).
+  double at_least(double t, double tolerance) const {
+    auto it = std::lower_bound(kept.begin(), kept.end(), t * (1 - tolerance));
+    return it == kept.end() ? max() : *it;
+  }
+};
+
+// Which bound a parameter misses: it has no share below the high bound, or none above the low one.
+enum class Miss : uint8_t { NoneBelow, NoneAbove };
+
 void apply_parameter_memory(Cutter& cutter, const JointProgram& program, const PlanProblem& plan,
                             const ParameterMemory& bounds, std::vector<std::string>& notes) {
   if (!(bounds.low >= 0) || !(bounds.high > 0) || bounds.low > bounds.high || !std::isfinite(bounds.high)) {
     throw ValueError("apply_constraints: parameter memory bounds must satisfy 0 <= low <= high, high > 0; got low " +
                      detail::format_significant(bounds.low) + ", high " + detail::format_significant(bounds.high));
   }
-  struct Param {
-    int64_t node;
-    double bytes;                // all members, full size
-    std::vector<double> shares;  // per strategy (kept or not)
-    double min = 1, max = 0;     // over kept strategies
-  };
-  std::vector<Param> params;
+  std::vector<ParameterShares> params;
+  std::vector<double> levels;  // every kept share of every parameter, ascending and distinct
   double total = 0;
   for (size_t p = 0; p < plan.nodes.size(); ++p) {
     const PlanNode& node = plan.nodes[p];
     if (node.kind != PlanNode::Kind::Input || node.input_kind != InputDescriptor::Kind::Param) continue;
-    Param param{static_cast<int64_t>(p), node.local_bytes[0] * static_cast<double>(node.members.size()), {}, 1e300, 0};
+    ParameterShares param{static_cast<int64_t>(p), node.local_bytes[0] * static_cast<double>(node.members.size()), {}};
     for (size_t s = 0; s < node.strategies.size(); ++s) {
-      double share = parameter_share(node.strategies[s].outputs[0], plan.mesh);
-      param.shares.push_back(share);
-      if (!cutter.keep(param.node)[s]) continue;
-      param.min = std::min(param.min, share);
-      param.max = std::max(param.max, share);
+      if (cutter.keep(param.node)[s]) param.kept.push_back(parameter_share(node.strategies[s].outputs[0], plan.mesh));
     }
+    std::sort(param.kept.begin(), param.kept.end());
+    param.kept.erase(std::unique(param.kept.begin(), param.kept.end()), param.kept.end());
+    levels.insert(levels.end(), param.kept.begin(), param.kept.end());
     total += param.bytes;
     params.push_back(std::move(param));
   }
   if (params.empty() || total <= 0) return;
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  // Shares are ratios of integers (1 / devices); this only absorbs the rounding of their sums.
   const double tolerance = 1e-9;
-  auto name_of = [&](const Param& param) {
+  auto name_of = [&](const ParameterShares& param) {
     const PlanNode& node = plan.nodes[static_cast<size_t>(param.node)];
     std::string name = program.inputs[static_cast<size_t>(node.members[0])].str();
     if (node.members.size() > 1) name += " x" + std::to_string(node.members.size());
@@ -204,79 +224,60 @@ void apply_parameter_memory(Cutter& cutter, const JointProgram& program, const P
   };
   // Unreachable bounds: name the parameters that miss them by the most bytes.
   double least = 0, most = 0;
-  for (const Param& param : params) {
-    least += param.bytes * param.min;
-    most += param.bytes * param.max;
+  for (const ParameterShares& param : params) {
+    least += param.bytes * param.min();
+    most += param.bytes * param.max();
   }
-  auto worst = [&](auto excess, const char* relation) {
-    std::vector<const Param*> order;
-    for (const Param& param : params) {
+  auto worst = [&](auto excess, Miss miss) {
+    std::vector<const ParameterShares*> order;
+    for (const ParameterShares& param : params) {
       if (excess(param) > 0) order.push_back(&param);
     }
-    std::sort(order.begin(), order.end(), [&](const Param* a, const Param* b) { return excess(*a) > excess(*b); });
+    std::sort(order.begin(), order.end(), [&](const auto* a, const auto* b) { return excess(*a) > excess(*b); });
     std::string text;
     for (size_t k = 0; k < std::min<size_t>(order.size(), 3); ++k) {
-      const Param& param = *order[k];
+      const ParameterShares& param = *order[k];
       text += (k > 0 ? "; " : "") + std::string("parameter ") + name_of(param) + " (" +
-              detail::format_bytes(param.bytes) + ") has no strategy " + relation + " " +
-              detail::format_share(std::string(relation) == "below" ? param.min : param.max);
+              detail::format_bytes(param.bytes) + ") has no strategy " +
+              (miss == Miss::NoneBelow ? "below " + detail::format_share(param.min())
+                                       : "above " + detail::format_share(param.max()));
     }
     if (order.size() > 3) text += "; and " + std::to_string(order.size() - 3) + " more";
     return text;
   };
   if (least > bounds.high * total * (1 + tolerance)) {
-    throw InfeasiblePlan(header("high", bounds.high) + ": the smallest reachable is " +
-                         detail::format_share(least / total) + " (" + detail::format_bytes(least) +
-                         "): " + worst([&](const Param& p) { return p.bytes * (p.min - bounds.high); }, "below"));
+    throw InfeasiblePlan(
+        header("high", bounds.high) + ": the smallest reachable is " + detail::format_share(least / total) + " (" +
+        detail::format_bytes(least) +
+        "): " + worst([&](const ParameterShares& p) { return p.bytes * (p.min() - bounds.high); }, Miss::NoneBelow));
   }
   if (most < bounds.low * total * (1 - tolerance)) {
-    throw InfeasiblePlan(header("low", bounds.low) + ": the largest reachable is " +
-                         detail::format_share(most / total) + " (" + detail::format_bytes(most) +
-                         "): " + worst([&](const Param& p) { return p.bytes * (bounds.low - p.max); }, "above"));
+    throw InfeasiblePlan(
+        header("low", bounds.low) + ": the largest reachable is " + detail::format_share(most / total) + " (" +
+        detail::format_bytes(most) +
+        "): " + worst([&](const ParameterShares& p) { return p.bytes * (bounds.low - p.max()); }, Miss::NoneAbove));
   }
   // Thresholds: the largest level t <= high whose worst case fits under high, the smallest
   // t' >= low whose best case reaches low (both exist: see the checks above).
-  std::vector<double> levels;
-  for (const Param& param : params) {
-    for (size_t s = 0; s < param.shares.size(); ++s) {
-      if (cutter.keep(param.node)[s]) levels.push_back(param.shares[s]);
-    }
-  }
-  std::sort(levels.begin(), levels.end());
-  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  auto upper = [&](const Param& param, double t) {
-    double best = -1;
-    for (size_t s = 0; s < param.shares.size(); ++s) {
-      if (cutter.keep(param.node)[s] && param.shares[s] <= t * (1 + tolerance)) best = std::max(best, param.shares[s]);
-    }
-    return best < 0 ? param.min : best;
-  };
-  auto lower = [&](const Param& param, double t) {
-    double best = 2;
-    for (size_t s = 0; s < param.shares.size(); ++s) {
-      if (cutter.keep(param.node)[s] && param.shares[s] >= t * (1 - tolerance)) best = std::min(best, param.shares[s]);
-    }
-    return best > 1.5 ? param.max : best;
-  };
   double high_level = levels.front();
   for (double level : levels) {
     if (level > bounds.high * (1 + tolerance)) break;
     double sum = 0;
-    for (const Param& param : params) sum += param.bytes * upper(param, level);
+    for (const ParameterShares& param : params) sum += param.bytes * param.at_most(level, tolerance);
     if (sum <= bounds.high * total * (1 + tolerance)) high_level = level;
   }
   double low_level = levels.back();
   for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
     if (*it < bounds.low * (1 - tolerance)) break;
     double sum = 0;
-    for (const Param& param : params) sum += param.bytes * lower(param, *it);
+    for (const ParameterShares& param : params) sum += param.bytes * param.at_least(*it, tolerance);
     if (sum >= bounds.low * total * (1 - tolerance)) low_level = *it;
   }
   std::vector<std::string> held;
-  for (const Param& param : params) {
-    const double hi = upper(param, high_level), lo = lower(param, low_level);
-    if (param.min > bounds.high * (1 + tolerance)) held.push_back(name_of(param) + " at " + detail::format_share(hi));
-    if (param.max < bounds.low * (1 - tolerance)) held.push_back(name_of(param) + " at " + detail::format_share(lo));
+  for (const ParameterShares& param : params) {
+    const double hi = param.at_most(high_level, tolerance), lo = param.at_least(low_level, tolerance);
+    if (param.min() > bounds.high * (1 + tolerance)) held.push_back(name_of(param) + " at " + detail::format_share(hi));
+    if (param.max() < bounds.low * (1 - tolerance)) held.push_back(name_of(param) + " at " + detail::format_share(lo));
     std::string constraint = "parameter memory [" + detail::format_share(bounds.low) + ", " +
                              detail::format_share(bounds.high) + "] (per parameter: shares within [" +
                              detail::format_share(lo) + ", " + detail::format_share(hi) + "])";
@@ -293,19 +294,18 @@ void apply_parameter_memory(Cutter& cutter, const JointProgram& program, const P
     note += "; held at their nearest share: ";
     for (size_t k = 0; k < held.size(); ++k) note += (k > 0 ? ", " : "") + held[k];
   }
-  // The levels the bounds would give without the parameters held at their nearest share.
-  double natural_high = levels.front(), natural_low = levels.back();
-  for (double level : levels) {
-    if (level <= bounds.high * (1 + tolerance)) natural_high = level;
-  }
-  for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
-    if (*it >= bounds.low * (1 - tolerance)) natural_low = *it;
-  }
+  // The levels the bounds would give without the parameters held at their nearest share: the
+  // largest level within high and the smallest within low (the ends when none is).
+  auto within_high = std::upper_bound(levels.begin(), levels.end(), bounds.high * (1 + tolerance));
+  const double natural_high = within_high == levels.begin() ? levels.front() : *std::prev(within_high);
+  auto within_low = std::lower_bound(levels.begin(), levels.end(), bounds.low * (1 - tolerance));
+  const double natural_low = within_low == levels.end() ? levels.back() : *within_low;
   if (high_level < natural_high) {
     note += "; to keep the sum within, the others at or below " + detail::format_share(high_level);
   }
-  if (low_level > natural_low)
+  if (low_level > natural_low) {
     note += "; to keep the sum within, the others at or above " + detail::format_share(low_level);
+  }
   notes.push_back(std::move(note));
 }
 

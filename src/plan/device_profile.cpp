@@ -71,8 +71,8 @@ DeviceProfile a100() {
   return gpu("a100-sxm-80gb", 312e12, 156e12, 19.5e12, 2.039e12, 80e9, dist::nvlink3_a100(), dist::infiniband_hdr200());
 }
 
-// From docs/benchmarks.md, "Ops vs BLAS and memcpy", run 3 (2026-12-03, idle machine, one BLAS
-// thread per rank, OpenBLAS Haswell kernels):
+// The development machine's figures, from docs/benchmarks.md, "Ops vs BLAS and memcpy", run 3 (2026-12-03, idle
+// machine, one BLAS thread per rank, OpenBLAS Haswell kernels):
 //   - SGEMM: 113.8 GFLOP/s at 1024^3 through the matmul op (112.1 direct). The CPU kernels have no
 //     faster 16-bit path, so the 16-bit matmul rate is the same figure.
 //   - memcpy: 25.5 GB/s of bytes moved (read + written) on 16 MiB float32.
@@ -82,8 +82,8 @@ DeviceProfile a100() {
 //   - capacity: the machine's 24 GiB shared by its 2 cores, one rank per core.
 // Links: the threads backend between the ranks of one process (one "node" of 2 ranks), the MPI
 // backend beyond it, both fitted to this machine's collectives benchmark.
-DeviceProfile this_cpu() {
-  return DeviceProfile{.name = "this-cpu",
+DeviceProfile reference_cpu() {
+  return DeviceProfile{.name = "reference-cpu",
                        .matmul_flops_per_s = 113.8e9,
                        .matmul_fp32_flops_per_s = 113.8e9,
                        .vector_flops_per_s = 13.5e9,
@@ -98,10 +98,11 @@ DeviceProfile this_cpu() {
 
 DeviceProfile device_profile(std::string_view name) {
   if (name.ends_with(".json")) return load_device_profile(name);
-  for (DeviceProfile profile : {h100(), h200(), a100(), this_cpu()}) {
-    // "h100" for "h100-sxm"; "cpu" for "this-cpu".
+  for (DeviceProfile profile : {h100(), h200(), a100(), reference_cpu()}) {
+    // "h100" for "h100-sxm"; "cpu" and "reference" for "reference-cpu".
     const std::string short_name = profile.name.substr(0, profile.name.find('-'));
-    if (name == profile.name || name == short_name || (name == "cpu" && profile.name == "this-cpu")) return profile;
+    if (name == profile.name || name == short_name || (name == "cpu" && profile.name == "reference-cpu"))
+      return profile;
   }
   throw ValueError("unknown device profile '" + std::string(name) +
                    "' (h100, h200, a100, cpu, or a profile file ending in .json)");

@@ -52,6 +52,45 @@ constexpr BlockLimits kPolishBlock{64, 64};  // a feasible descent block
 constexpr int kTrwsPerRound = 30;            // message passes per price update (3 or 10 miss G's optimum)
 constexpr int kDecodeEvery = 10;             // message passes between decodes, unconstrained
 
+// The schedule's tuning (the header comment above says how the phases fit together).
+// Unconstrained phase: its share of the time when the limit binds (the priced rounds matter
+// more then), and the block-descent sweeps that finish each decoded solution (descent stops
+// earlier by itself once a sweep gains nothing; 20 only bounds it).
+constexpr double kUnconstrainedShare = 1.0 / 6;
+constexpr int kFinishSweeps = 20;
+// Message passing stops when 60 passes (or half of all passes so far, if more) decoded nothing
+// better: the decoded cost plateaus long before the messages converge.
+constexpr int64_t kPassStall = 60;
+// A repair gets at most a tenth of the time left: a solution far over the limit can take many
+// moves, and the next prices may do better sooner.
+constexpr double kRepairShare = 0.1;
+// Priced rounds: block-descent sweeps on the priced costs per round (cheap and approximate: the
+// prices move every round anyway).
+constexpr int kPricedSweeps = 5;
+// consider(): block descent is the expensive part, so it polishes only candidates within 2% of
+// the best feasible cost, in at most 8 rounds of block pass plus descent (each stops early when
+// it gains nothing).
+constexpr double kPolishWithin = 1.02;
+constexpr int kPolishRounds = 8;
+// Subgradient steps (Polyak's rule): the step factor theta starts at 1 and halves after 10 rounds
+// without a better dual bound, the usual schedule, never below 1e-3 so that prices keep moving.
+constexpr double kThetaStart = 1.0;
+constexpr int kDualStallRounds = 10;
+constexpr double kThetaDecay = 0.5;
+constexpr double kThetaFloor = 1e-3;
+// Without a usable target (no feasible solution yet, or one still paying forbidden terms), aim
+// half again above the larger of the dual and the unconstrained cost, so that prices keep rising
+// until something fits.
+constexpr double kBlindTargetFactor = 1.5;
+// The gap a step uses is at least this share of the target (plus an absolute 1e-9): a target
+// reached exactly would otherwise stop the prices dead.
+constexpr double kMinRelativeGap = 1e-4;
+constexpr double kMinAbsoluteGap = 1e-9;
+// Stall: stop after 50 rounds without a better solution, or twice the rounds the best took if
+// that is more (a slow start earns a longer wait), unless the user's time limit comes first.
+constexpr int64_t kStallRounds = 50;
+constexpr int64_t kStallPerBestRound = 2;
+
 std::vector<double> usage_excess(const Model& model, const std::vector<int32_t>& x) {
   std::vector<double> delta(model.num_steps() + 1, 0.0);
   for (int32_t k = 0; k < model.num_nodes(); ++k) {
@@ -115,8 +154,7 @@ void FastSolver::block_descent(const std::vector<double>& unary, int max_sweeps,
 }
 
 std::vector<int32_t> FastSolver::unconstrained() {
-  // At most a sixth of the time: with a binding limit, the rounds with prices matter more.
-  const Clock::time_point until = model_.has_limit ? budget(1.0 / 6) : options_.deadline;
+  const Clock::time_point until = model_.has_limit ? budget(kUnconstrainedShare) : options_.deadline;
   std::vector<int32_t> x(model_.num_nodes(), 0);
   std::vector<int32_t> best;
   double best_cost = kInfinity;
@@ -125,25 +163,24 @@ std::vector<int32_t> FastSolver::unconstrained() {
     trws_.iterate(model_.cost, x);
     if (pass % kDecodeEvery != 0) continue;
     std::vector<int32_t> candidate = x;
-    block_descent(model_.cost, 20, candidate);
+    block_descent(model_.cost, kFinishSweeps, candidate);
     const double cost = model_cost(model_, candidate);
     if (cost < best_cost) {
       best_cost = cost;
       best = std::move(candidate);
       last_improvement = pass;
     }
-    if (pass - last_improvement >= std::max<int64_t>(60, pass / 2)) break;
+    if (pass - last_improvement >= std::max(kPassStall, pass / 2)) break;
   }
   if (best.empty()) {
-    block_descent(model_.cost, 20, x);
+    block_descent(model_.cost, kFinishSweeps, x);
     best = x;
   }
   return best;
 }
 
 bool FastSolver::repair() {
-  // A solution far over the limit can take many moves; the next prices may do better sooner.
-  const Clock::time_point until = budget(0.1);
+  const Clock::time_point until = budget(kRepairShare);
   const int32_t n = model_.num_nodes();
   std::vector<int32_t> x = state_.x();
   caps_.resize(n);
@@ -279,11 +316,11 @@ void FastSolver::consider(const std::vector<int32_t>& x) {
   }
   state_.descend(options_.deadline, rng_);
   // Block descent is the expensive part: only for candidates close to the best.
-  if (best_feasible_ && state_.cost() > 1.02 * best_cost_) {
+  if (best_feasible_ && state_.cost() > kPolishWithin * best_cost_) {
     record();
     return;
   }
-  for (int round = 0; round < 8 && !out_of_time(); ++round) {
+  for (int round = 0; round < kPolishRounds && !out_of_time(); ++round) {
     double gain = feasible_block_pass(kPolishBlock);
     if (gain <= 0) break;
     gain += state_.descend(options_.deadline, rng_);
@@ -315,7 +352,7 @@ FastOutcome FastSolver::run() {
   std::vector<double> lambda(steps, 0.0);
   std::vector<double> prefix(steps + 1, 0.0);
   std::vector<double> unary(model_.cost.size());
-  double theta = 1.0;
+  double theta = kThetaStart;
   double best_dual = -kInfinity;
   int64_t since_dual = 0;
   int64_t since_best = 0;
@@ -334,7 +371,7 @@ FastOutcome FastSolver::run() {
       }
     }
     for (int pass = 0; pass < kTrwsPerRound && !out_of_time(); ++pass) trws_.iterate(unary, x);
-    block_descent(unary, 5, x);
+    block_descent(unary, kPricedSweeps, x);
     const std::vector<double> excess = usage_excess(model_, x);
     long double price = 0;
     for (int32_t k = 0; k < n; ++k) {
@@ -359,19 +396,19 @@ FastOutcome FastSolver::run() {
     if (dual > best_dual) {
       best_dual = dual;
       since_dual = 0;
-    } else if (++since_dual >= 10) {
-      theta = std::max(theta * 0.5, 1e-3);
+    } else if (++since_dual >= kDualStallRounds) {
+      theta = std::max(theta * kThetaDecay, kThetaFloor);
       since_dual = 0;
     }
     if (norm == 0) break;  // feasible, and every priced step is exactly full: nothing to adjust
-    if (since_best > std::max<int64_t>(50, 2 * last_best_round)) break;
+    if (since_best > std::max(kStallRounds, kStallPerBestRound * last_best_round)) break;
     // Polyak's target: the best feasible cost, unless it still pays prohibitive (1e18) terms, whose
     // size says nothing about how far the prices are from right; then half again above the
     // current estimate, so that prices keep rising until something fits.
     const double target = best_feasible_ && !is_forbidden_cost(best_cost_)
                               ? best_cost_
-                              : 1.5 * std::max(std::fabs(dual), std::fabs(unconstrained_cost)) + 1;
-    const double gap = std::max(target - dual, 1e-4 * std::fabs(target) + 1e-9);
+                              : kBlindTargetFactor * std::max(std::fabs(dual), std::fabs(unconstrained_cost)) + 1;
+    const double gap = std::max(target - dual, kMinRelativeGap * std::fabs(target) + kMinAbsoluteGap);
     const double step = theta * gap / norm;
     for (int32_t j = 0; j < steps; ++j) lambda[j] = std::max(0.0, lambda[j] + step * excess[j]);
   }

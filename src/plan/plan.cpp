@@ -125,6 +125,7 @@ ShardingPlan solve_plan(const JointProgram& program, const PlanProblem& plan, co
   const SolveResult solved = solve(constrained.plan.problem, options);
   Choice restricted = solved.choice;
   std::vector<std::string> notes = constrained.notes;
+  notes.insert(notes.end(), plan.notes.begin(), plan.notes.end());
   const std::optional<double> budget = constrained.plan.problem.usage_limit;
   if (!solved.evaluation.feasible) {
     const Choice least = least_memory_choice(constrained.plan.problem);

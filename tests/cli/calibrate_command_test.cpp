@@ -28,14 +28,14 @@ TEST(CliCalibrate, WritesAProfileThatPlanAndRunUse) {
   }
   const nlohmann::json saved = nlohmann::json::parse(testing::slurp(profile));
   EXPECT_EQ(saved["format"], "parallax-device-profile");
-  EXPECT_EQ(saved["name"], "this-cpu (calibrated)");
+  EXPECT_EQ(saved["name"], "reference-cpu (calibrated)");
   ASSERT_TRUE(saved["op_timings"].contains("matmul:f32")) << saved.dump();
   EXPECT_GE(saved["op_timings"]["matmul:f32"]["samples"].get<int64_t>(), 3);
   EXPECT_GT(saved["op_overhead_s"].get<double>(), 0);
 
   const testing::CliRun plan = parallax("plan --model gpt-mini --mesh 2 --device '" + profile + "'");
   ASSERT_EQ(plan.status, 0) << plan.err;
-  EXPECT_NE(plan.out.find("this-cpu (calibrated)"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("reference-cpu (calibrated)"), std::string::npos) << plan.out;
 
   const testing::CliRun run =
       parallax("run --model gpt-mini --mesh 2 --steps 3 --no-baselines --op-profile --device '" + profile +

@@ -112,7 +112,8 @@ TEST(Interpreter, ReportsGraphsWhoseRecordedTypesAreWrong) {
   graph.set_outputs({y});
   graph.value(y).meta.shape = {4};
   std::string message = error_text<ValueError>([&] { interpret(graph, {random_tensor({3})}); });
-  EXPECT_NE(message.find("interpret: %1 = exp(%0) produced f64[3], which differs from the graph's recorded types"),
+  EXPECT_NE(message.find("interpret: graph 'g': %1 = exp(%0) produced f64[3], which differs from the graph's "
+                         "recorded types"),
             std::string::npos)
       << message;
   graph.mutable_nodes()[0].op = nullptr;

@@ -4,6 +4,7 @@
 
 #include "ir/ir_test_util.h"
 #include "parallax/ir/printer.h"
+#include "parallax/ir/verifier.h"
 
 namespace px::ir {
 namespace {
@@ -43,7 +44,7 @@ void expect_error(const std::string& text, int64_t line, int64_t column, const s
 TEST(Parser, ParsesAGraph) {
   Graph graph = parse(R"(
 # a comment before the graph
-graph mlp(%0: f32[8,4] "x", %1: f32[16,4] "w1") {   # trailing comment
+graph mlp(%0: f32[8,4] "x", %1: f32[4,16] "w1") {   # trailing comment
   %2 = matmul(%0, %1) : f32[8,16]
   %4, %5 = split(%2) {sizes=[8,8], dim=1} : f32[8,8], f32[8,8] @ "layers.0.mlp" backward
   return %4, %5
@@ -144,6 +145,21 @@ TEST(Parser, BadTypeSyntax) {
 TEST(Parser, OutputTypeCountMustMatch) {
   expect_error(graph_with("  %1, %2 = split(%0) {sizes=[2,2]} : f32[2]\n  return %1"), 2, 12,
                "split defines 2 values but 1 types follow");
+}
+
+// Written output types are checked against the op's inference, and the error points at the op.
+TEST(Parser, OutputTypesMustBeWhatTheOpInfers) {
+  expect_error(graph_with("  %1 = exp(%0) : f32[5]\n  return %1"), 2, 8,
+               "exp infers f32[4] for %1, the text says f32[5]");
+  expect_error(graph_with("  %1 = exp(%0) : f64[4]\n  return %1"), 2, 8,
+               "exp infers f32[4] for %1, the text says f64[4]");
+  expect_error(graph_with("  %1 = split(%0) {sizes=[2,2]} : f32[2]\n  return %1"), 2, 8,
+               "split gives 2 outputs, the text defines 1");
+  expect_error(graph_with("  %1 = matmul(%0, %0) : f32[4]\n  return %1"), 2, 8, "matmul infers f32[] for %1");
+  // The unchecked form keeps what is written, for the verifier to reject.
+  const ir::Graph written = ir::parse_unchecked(graph_with("  %1 = exp(%0) : f32[5]\n  return %1"));
+  EXPECT_EQ(written.meta(written.outputs()[0]).shape, (Shape{5}));
+  EXPECT_FALSE(ir::verify_errors(written).empty());
 }
 
 TEST(Parser, UnexpectedTokens) {

@@ -39,7 +39,7 @@ TEST(Verifier, AcceptsValidGraphs) {
 }
 
 TEST(Verifier, WrongRecordedShapeNamesTheNode) {
-  Graph graph = parse(R"(graph g(%5: f32[4,8], %6: f32[4,8]) {
+  Graph graph = parse_unchecked(R"(graph g(%5: f32[4,8], %6: f32[4,8]) {
   %7 = add(%5, %6) : f32[4,9]
   return %7
 })");
@@ -53,7 +53,7 @@ TEST(Verifier, WrongRecordedDTypeAndOutputCount) {
   graph.value(3).meta.dtype = DType::Float64;
   expect_single_error(graph, {"%3 = exp(%2): inferred f32[4,8], recorded f64[4,8]"});
 
-  Graph split = parse(R"(graph g(%0: f32[4]) {
+  Graph split = parse_unchecked(R"(graph g(%0: f32[4]) {
   %1 = split(%0) {sizes=[2,2]} : f32[2]
   return %1
 })");
@@ -61,7 +61,7 @@ TEST(Verifier, WrongRecordedDTypeAndOutputCount) {
 }
 
 TEST(Verifier, CollectsAllErrors) {
-  Graph graph = parse(R"(graph g(%0: f32[4,8], %1: f32[4,8]) {
+  Graph graph = parse_unchecked(R"(graph g(%0: f32[4,8], %1: f32[4,8]) {
   %2 = add(%0, %1) : f32[4,9]
   %3 = exp(%2) : f32[4,8]
   %4 = neg(%0) : bf16[4,8]
@@ -144,7 +144,7 @@ TEST(Verifier, InputsThatTheOpRejects) {
   graph.mutable_nodes()[0].inputs = {0};
   expect_single_error(graph, {"%2 = add(%0): ValueError: add: expected 2 tensor inputs, got 1"});
 
-  Graph shapes = parse(R"(graph g(%0: f32[8,512], %1: f32[256,1024]) {
+  Graph shapes = parse_unchecked(R"(graph g(%0: f32[8,512], %1: f32[256,1024]) {
   %2 = matmul(%0, %1) : f32[8,1024] @ "model.layers.0.mlp.up_proj" forward
   return %2
 })");

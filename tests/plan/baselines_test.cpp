@@ -185,6 +185,22 @@ TEST(Baselines, MegatronPatternOnTheTensorParallelDim) {
   }
 }
 
+// The Megatron pattern names its modules; every other parameter is replicated on the tp dim, and
+// the baseline says so per parameter (once for the layers that share a plan node).
+TEST(Baselines, TensorParallelReportsTheParametersItReplicates) {
+  JointProgram llama = llama_joint(nn::llama_mini(), 2, 8);
+  PlanProblem plan = build_problem(llama, dist::DeviceMesh({2, 2}, {"dp", "tp"}));
+  const Baseline tp = make_baseline(BaselineKind::TensorParallel, llama, plan);
+  std::string notes;
+  for (const std::string& note : tp.notes) notes += note + "\n";
+  EXPECT_NE(notes.find("attention_norm.weight"), std::string::npos) << notes;
+  EXPECT_NE(notes.find(": replicated on the tp dim (its name matches no Megatron"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find(".wq."), std::string::npos) << notes;  // split, so not reported
+  EXPECT_EQ(notes.find(".w2."), std::string::npos) << notes;
+  const Baseline dp = make_baseline(BaselineKind::DataParallel, llama, plan);
+  for (const std::string& note : dp.notes) EXPECT_EQ(note.find("tp dim"), std::string::npos) << note;
+}
+
 // Acceptance (issue 7, section 7): on GPT-2 124M and LLaMA-3-8B, on 1-D meshes of 8 and 64 and
 // on 8x8, the solver's plan costs no more than any hand-written baseline under the same model,
 // without a memory budget and (LLaMA-3-8B, which DP cannot fit) within the H100's 80 GB.

@@ -3,12 +3,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <variant>
 
+#include "parallax/capture/capture.h"
 #include "parallax/core/error.h"
 #include "parallax/dtensor/redistribute.h"
+#include "parallax/ops/elementwise.h"
+#include "parallax/ops/factory.h"
+#include "parallax/ops/reduction.h"
 #include "parallax/ops/registry.h"
 #include "parallax/plan/builder.h"
+#include "parallax/plan/plan.h"
 #include "plan/builder_models.h"
 
 namespace px::plan {
@@ -224,7 +230,7 @@ TEST(BuilderProblem, RejectsBadOptions) {
 }
 
 TEST(DeviceProfile, PublishedFiguresAndRoofline) {
-  for (const DeviceProfile& device : {h100(), h200(), a100(), this_cpu()}) {
+  for (const DeviceProfile& device : {h100(), h200(), a100(), reference_cpu()}) {
     SCOPED_TRACE(device.name);
     EXPECT_NO_THROW(device.validate());
     EXPECT_GE(device.matmul_flops_per_s, device.vector_flops_per_s);
@@ -252,6 +258,22 @@ TEST(DeviceProfile, PublishedFiguresAndRoofline) {
   dist::MeshTopology topology = cluster_topology(dist::DeviceMesh({8, 8}), device);
   EXPECT_EQ(topology.link(0), device.inter_node_link);
   EXPECT_EQ(topology.link(1), device.intra_node_link);
+}
+
+// A factory op has no sharding rule: the builder computes it whole on every device and every
+// plan's notes say so, by op and count, instead of replicating it unannounced.
+TEST(BuildProblem, FactoriesWithoutRulesAreReported) {
+  auto scaled_sum = [](const Tensor& x) { return px::sum(x * px::full(x.shape(), 2.0, x.dtype())); };
+  CapturedProgram program = capture(scaled_sum, std::make_tuple(Tensor::meta({8, 4}, DType::Float32)));
+  const JointProgram joint = export_joint(program);
+  const PlanProblem plan = build_problem(joint, dist::DeviceMesh({2}));
+  ASSERT_EQ(plan.notes.size(), 1u);
+  // The forward's full, and the backward's seed of the sum's gradient.
+  EXPECT_EQ(plan.notes[0].rfind("computed whole on every device (factories without a sharding rule): ", 0), 0u)
+      << plan.notes[0];
+  EXPECT_NE(plan.notes[0].find("full f32[8,4]"), std::string::npos) << plan.notes[0];
+  const ShardingPlan solved = solve_plan(joint, plan, {}, {});
+  EXPECT_NE(std::find(solved.notes.begin(), solved.notes.end(), plan.notes[0]), solved.notes.end());
 }
 
 }  // namespace

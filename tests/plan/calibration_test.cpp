@@ -86,7 +86,7 @@ TEST(Calibrate, FitsEachOpWithEnoughSamplesAndKeepsTheRooflineForTheRest) {
   comm.collective = true;
   for (int i = 0; i < 5; ++i) samples.push_back(comm);  // collectives are never fitted
 
-  const DeviceProfile base = this_cpu();
+  const DeviceProfile base = reference_cpu();
   const DeviceProfile calibrated = calibrate(base, samples);
   ASSERT_EQ(calibrated.op_timings.size(), 2u);
   const OpTiming& add = calibrated.op_timings.at(op_timing_key("add", DType::Float32));
@@ -94,8 +94,8 @@ TEST(Calibrate, FitsEachOpWithEnoughSamplesAndKeepsTheRooflineForTheRest) {
   EXPECT_NEAR(add.per_byte_s, 1e-10, 1e-13);
   EXPECT_EQ(add.samples, 4);
   EXPECT_NEAR(calibrated.op_overhead_s, 2e-6, 1e-9);  // the median per-call time of add and mul
-  EXPECT_EQ(calibrated.name, "this-cpu (calibrated)");
-  EXPECT_EQ(calibrate(calibrated, samples).name, "this-cpu (calibrated)");  // the suffix once
+  EXPECT_EQ(calibrated.name, "reference-cpu (calibrated)");
+  EXPECT_EQ(calibrate(calibrated, samples).name, "reference-cpu (calibrated)");  // the suffix once
 
   OpCost cost{0, 5e5, 5e5};
   EXPECT_DOUBLE_EQ(priced_seconds("add", cost, false, DType::Float32, calibrated), add.seconds(cost));
@@ -116,7 +116,7 @@ TEST(OpProfile, SumsByOpLargestFirstWithATotal) {
   OpSample comm = sample("all_gather", 0, 8, 5e-3);
   comm.collective = true;
   samples.push_back(comm);
-  const std::vector<OpProfileRow> rows = op_profile(samples, this_cpu());
+  const std::vector<OpProfileRow> rows = op_profile(samples, reference_cpu());
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].op, "mul:f32");
   EXPECT_EQ(rows[1].op, "add:f32");
@@ -167,16 +167,16 @@ TEST(MedianNodeSeconds, PerNodeMedianOverRuns) {
 }
 
 DeviceProfile calibrated_cpu() {
-  DeviceProfile device = this_cpu();
+  DeviceProfile device = reference_cpu();
   device.op_timings[op_timing_key("matmul", DType::Float32)] = OpTiming{1e-6, 1e-11, 2e-11, 12, 1e9, 1e8};
   device.op_timings[op_timing_key("add", DType::Float64)] = OpTiming{2e-6, 0, 5e-11, 4, 0, 1e7};
   device.op_overhead_s = 1.5e-6;
-  device.name = "this-cpu (calibrated)";
+  device.name = "reference-cpu (calibrated)";
   return device;
 }
 
 TEST(DeviceProfileJson, RoundTripsEveryField) {
-  for (const DeviceProfile& device : {h100(), this_cpu(), calibrated_cpu()}) {
+  for (const DeviceProfile& device : {h100(), reference_cpu(), calibrated_cpu()}) {
     const std::string text = device_profile_json(device);
     const DeviceProfile back = device_profile_from_json(text);
     EXPECT_EQ(device_profile_json(back), text) << device.name;

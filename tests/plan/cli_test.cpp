@@ -122,7 +122,7 @@ TEST(CliPlan, ReportsThePlanAndTheBaselines) {
                               "' --export-problem '" + problem_path + "' --explain h.0.attn.wq.weight");
   ASSERT_EQ(run.status, 0) << run.err;
   for (const char* text :
-       {"model   gpt-mini: GPT, 2 layers", "mesh    DeviceMesh(dp=2, tp=2) of this-cpu, batch 4 x seq 8",
+       {"model   gpt-mini: GPT, 2 layers", "mesh    DeviceMesh(dp=2, tp=2) of reference-cpu, batch 4 x seq 8",
         "plan 'solver': step", "peak memory per device", "model.h.0.attn.wq.weight",
         "explain 'Param(model.h.0.attn.wq.weight) x2'", "solver against the hand-written plans", "\nDP ", "\nFSDP ",
         "\nTP ", "\nFSDP+TP "}) {

@@ -52,7 +52,7 @@ struct Baseline {
   std::string name;
   std::string description;
   PlanConstraints constraints;
-  std::vector<std::string> notes;  // fallbacks taken
+  std::vector<std::string> notes;  // fallbacks taken, and parameters TP replicates for want of a split
 };
 
 // The kinds that apply to a mesh: DP, FSDP and TP everywhere, FSDP+TP on meshes of two or more dims.

@@ -199,6 +199,8 @@ struct PlanProblem {
   dist::MeshTopology topology;  // the one the edges were priced on
   PlanOptions options;
   double build_seconds = 0;  // wall time of build_problem
+  // What the builder decided without a rule (factory ops replicated): every plan's notes repeat it.
+  std::vector<std::string> notes;
 };
 
 // ValueError when the program's descriptors do not match its graph, the topology's dim count

@@ -75,12 +75,14 @@ DeviceProfile h100();
 DeviceProfile h200();
 // A100 SXM4 80 GB: 312 TFLOP/s BF16, 156 TF32, 19.5 FP32; 2.04 TB/s HBM2e; NVLink3 + HDR200.
 DeviceProfile a100();
-// This development machine's CPU, one rank per core, from the figures measured in
-// docs/benchmarks.md (see device_profile.cpp): SGEMM rate, memcpy bandwidth, and the threads
-// and MPI backends' fitted link profiles.
-DeviceProfile this_cpu();
+// A reference CPU, not the machine the program runs on: the 2-core AVX-512 development machine
+// as measured on 2026-12-03 (docs/benchmarks.md; figures in device_profile.cpp), one rank per
+// core, with its SGEMM rate, memcpy bandwidth and the threads and MPI backends' fitted links.
+// Fixed numbers keep plans the same on every machine; `parallax calibrate` measures the machine
+// at hand and writes a profile of it.
+DeviceProfile reference_cpu();
 
-// A profile by name: "h100", "h200", "a100", "cpu" (this_cpu), a profile's own name
+// A profile by name: "h100", "h200", "a100", "cpu" (reference_cpu), a profile's own name
 // ("h100-sxm"), or the path of a profile saved as JSON (a name ending in .json). ValueError
 // listing the names for an unknown one, or naming the file and field of a bad file.
 DeviceProfile device_profile(std::string_view name);

@@ -23,6 +23,7 @@
 #include "parallax/core/buffer_pool.h"
 #include "parallax/core/tensor.h"
 #include "parallax/ir/graph.h"
+#include "parallax/ir/schedule.h"
 
 namespace px::runtime {
 
@@ -69,17 +70,8 @@ class Executor {
   const std::shared_ptr<BufferPool>& pool() const { return pool_; }
 
  private:
-  struct Step {
-    std::vector<int64_t> inputs;   // slots read, in order
-    std::vector<int64_t> outputs;  // slots written; -1 for an output nobody reads
-    std::vector<int64_t> release;  // slots whose last reader this node is (distinct)
-  };
-
   ir::Graph graph_;
-  int64_t num_slots_ = 0;
-  std::vector<int64_t> input_slots_;   // per graph input; -1 when nothing reads it
-  std::vector<int64_t> output_slots_;  // per graph output
-  std::vector<Step> steps_;            // per node
+  ir::Schedule schedule_;  // slots and last uses (ir/schedule.h, shared with ir::interpret)
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
 };
 

@@ -292,12 +292,28 @@ LocalResult attention_backward_local(const std::vector<Tensor>& inputs, const At
   return {attention_backward(inputs, filled, ctx.input_offsets[0][query_dim]), {}};
 }
 
+// The scores a call computes: all Tq·Tk per batch entry, or under a causal mask only those of the
+// keys at or before each query (key j <= query i): sum over i < Tq of min(i + 1, Tk), about half.
+// bfloat16 runs the composite path (matmul, softmax), which computes every score. A later shard
+// of a query-sharded causal call sees more keys than its local shapes say; the planner prices the
+// shard at mesh coordinate 0, which sees the fewest.
+double computed_scores(const AttentionDims& dims, const Attrs& attrs, DType dtype) {
+  const double batch = static_cast<double>(numel(dims.batch));
+  if (!attr_bool_or(attrs, "causal", false) || dtype == DType::BFloat16) {
+    return batch * static_cast<double>(dims.tq) * static_cast<double>(dims.tk);
+  }
+  const auto full_rows = static_cast<double>(std::min(dims.tq, dims.tk));  // queries that see i + 1 keys
+  const double seen = full_rows * (full_rows + 1) / 2 +
+                      static_cast<double>(dims.tq - std::min(dims.tq, dims.tk)) * static_cast<double>(dims.tk);
+  return batch * seen;
+}
+
 // Recomputing the scores and the four gradient GEMMs: 2·(3·D + 2·Dv) flops per score, plus the
 // softmax and its gradient.
 OpCost cost_attention_backward(const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs,
-                               const Attrs&) {
+                               const Attrs& attrs) {
   AttentionDims dims = attention_dims({inputs[0], inputs[1], inputs[2]});
-  double scores = static_cast<double>(numel(dims.batch)) * static_cast<double>(dims.tq) * static_cast<double>(dims.tk);
+  const double scores = computed_scores(dims, attrs, inputs[0].dtype);
   OpCost cost = elementwise_cost(inputs, outputs, 0);
   cost.flops = scores * (2.0 * static_cast<double>(3 * dims.d + 2 * dims.dv) + 10.0);
   return cost;
@@ -305,9 +321,10 @@ OpCost cost_attention_backward(const std::vector<TensorMeta>& inputs, const std:
 
 // Two GEMMs (2·Tq·Tk·D and 2·Tq·Tk·Dv flops per batch entry) plus ~5 flops per score for the softmax.
 // Bytes as a fused kernel moves them: q, k, v in, the output out.
-OpCost cost_attention(const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs, const Attrs&) {
+OpCost cost_attention(const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs,
+                      const Attrs& attrs) {
   AttentionDims dims = attention_dims(inputs);
-  double scores = static_cast<double>(numel(dims.batch)) * static_cast<double>(dims.tq) * static_cast<double>(dims.tk);
+  const double scores = computed_scores(dims, attrs, inputs[0].dtype);
   OpCost cost = elementwise_cost(inputs, outputs, 0);
   cost.flops = scores * (2.0 * static_cast<double>(dims.d + dims.dv) + 5.0);
   return cost;

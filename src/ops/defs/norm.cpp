@@ -133,9 +133,12 @@ ShardingRuleFn norm_backward_sharding(std::string op) {
   };
 }
 
-// Per element: the statistics again (3 flops), the two row means (4), dx (4), dweight (2).
+// Per element of x: the statistics again (3 flops), the two row means (4), dx (4), and its share
+// of dweight (2), so dweight's own elements cost nothing more.
 OpCost cost_norm_backward(const std::vector<TensorMeta>& inputs, const std::vector<TensorMeta>& outputs, const Attrs&) {
-  return elementwise_cost(inputs, outputs, 13);
+  OpCost cost = elementwise_cost(inputs, outputs, 0);
+  cost.flops = 13.0 * static_cast<double>(inputs[1].numel());  // inputs: grad, x[, weight]
+  return cost;
 }
 
 OpDef def_norm_backward(std::string name, double eps, bool center) {
