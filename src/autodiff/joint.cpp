@@ -6,6 +6,7 @@
 #include "parallax/ir/provenance.h"
 #include "parallax/ir/tracer.h"
 #include "parallax/ops/dispatch.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px::autodiff {
 
@@ -50,11 +51,11 @@ std::set<ir::ValueId> values_needing_grad(const ir::Graph& forward, const std::v
 
 void accumulate(std::map<ir::ValueId, Tensor>& grads, ir::ValueId id, const Tensor& grad) {
   auto [it, inserted] = grads.emplace(id, grad);
-  if (!inserted) it->second = call1("add", {it->second, grad});
+  if (!inserted) it->second = call1(op::add(), {it->second, grad});
 }
 
 Tensor zeros_like_meta(const TensorMeta& meta) {
-  return call1("full", {}, {{"shape", meta.shape}, {"value", 0.0}, {"dtype", meta.dtype}});
+  return call1(op::full(), {}, {{"shape", meta.shape}, {"value", 0.0}, {"dtype", meta.dtype}});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "parallax/dist/device_mesh.h"
 #include "parallax/dist/process_group.h"
 #include "parallax/ops/dispatch.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/registry.h"
 
 namespace px::dist {
@@ -236,19 +237,19 @@ ProcessGroup& bound_group(std::span<const int> ranks) {
 }
 
 Tensor all_reduce(const Tensor& x, ReduceOp op, const std::vector<int>& ranks) {
-  return call1("all_reduce", {x}, {{"op", reduce_op_name(op)}, {"ranks", ints(ranks)}});
+  return call1(op::all_reduce(), {x}, {{"op", reduce_op_name(op)}, {"ranks", ints(ranks)}});
 }
 
 Tensor all_gather(const Tensor& x, int64_t dim, const std::vector<int>& ranks) {
-  return call1("all_gather", {x}, {{"dim", dim}, {"ranks", ints(ranks)}});
+  return call1(op::all_gather(), {x}, {{"dim", dim}, {"ranks", ints(ranks)}});
 }
 
 Tensor reduce_scatter(const Tensor& x, ReduceOp op, int64_t dim, const std::vector<int>& ranks) {
-  return call1("reduce_scatter", {x}, {{"op", reduce_op_name(op)}, {"dim", dim}, {"ranks", ints(ranks)}});
+  return call1(op::reduce_scatter(), {x}, {{"op", reduce_op_name(op)}, {"dim", dim}, {"ranks", ints(ranks)}});
 }
 
 Tensor all_to_all(const Tensor& x, int64_t split_dim, int64_t concat_dim, const std::vector<int>& ranks) {
-  return call1("all_to_all", {x}, {{"split_dim", split_dim}, {"concat_dim", concat_dim}, {"ranks", ints(ranks)}});
+  return call1(op::all_to_all(), {x}, {{"split_dim", split_dim}, {"concat_dim", concat_dim}, {"ranks", ints(ranks)}});
 }
 
 void register_collective_ops(Registry& registry) {

@@ -4,6 +4,7 @@
 #include "parallax/dist/comm_ops.h"
 #include "parallax/dist/sharding.h"
 #include "parallax/ops/dispatch.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px::detail {
 
@@ -15,7 +16,7 @@ Tensor pad_to(const Tensor& x, int64_t dim, int64_t size) {
   if (have == size) return x;
   Shape zeros_shape = x.shape();
   zeros_shape[static_cast<size_t>(dim)] = size - have;
-  return call1("cat", {x, zeros_op(zeros_shape, x.dtype())}, {{"dim", dim}});
+  return call1(op::cat(), {x, zeros_op(zeros_shape, x.dtype())}, {{"dim", dim}});
 }
 
 // Narrowing a dim other than the first leaves a strided view; local shards are kept dense (as
@@ -32,7 +33,7 @@ int64_t block_size(const RedistributePlan& plan, const std::vector<Placement>& p
 }  // namespace
 
 Tensor zeros_op(const Shape& shape, DType dtype) {
-  return call1("full", {}, {{"shape", shape}, {"value", 0.0}, {"dtype", dtype}});
+  return call1(op::full(), {}, {{"shape", shape}, {"value", 0.0}, {"dtype", dtype}});
 }
 
 Tensor run_redistribute(const Tensor& local, const Tensor& mask, const RedistributePlan& plan, int rank) {
@@ -50,7 +51,7 @@ Tensor run_redistribute(const Tensor& local, const Tensor& mask, const Redistrib
                            " is MaskPartial but its mask was already released by an earlier reduction; a "
                            "MaskPartial value can be reduced once");
         }
-        x = call1("where", {mask, zeros_op({}, x.dtype()), x});
+        x = call1(op::where(), {mask, zeros_op({}, x.dtype()), x});
         break;
       }
       case RedistributeKind::AllGather: {

@@ -141,13 +141,16 @@ std::vector<Tensor> call(std::string_view op_name, const std::vector<Tensor>& in
   return call(builtin_registry().get(op_name), inputs, attrs, options);
 }
 
-Tensor call1(std::string_view op_name, const std::vector<Tensor>& inputs, const Attrs& attrs, CallOptions options) {
-  std::vector<Tensor> outputs = call(op_name, inputs, attrs, options);
+Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs, CallOptions options) {
+  std::vector<Tensor> outputs = call(op, inputs, attrs, options);
   if (outputs.size() != 1) {
-    throw ValueError(std::string(op_name) + " returns " + std::to_string(outputs.size()) +
-                     " tensors; call() returns them all");
+    throw ValueError(op.name + " returns " + std::to_string(outputs.size()) + " tensors; call() returns them all");
   }
   return outputs[0];
+}
+
+Tensor call1(std::string_view op_name, const std::vector<Tensor>& inputs, const Attrs& attrs, CallOptions options) {
+  return call1(builtin_registry().get(op_name), inputs, attrs, options);
 }
 
 std::vector<Tensor> redispatch(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,

@@ -8,7 +8,7 @@
 //   Tensor x = tracer.add_input("x", {{8, 4}, DType::Float32});
 //   Tensor w = tracer.add_input("w", {{16, 4}, DType::Float32});
 //   { InterceptScope scope(tracer);
-//     tracer.set_outputs({px::call1("matmul", {x, w.transpose(0, 1)})}); }
+//     tracer.set_outputs({px::call1(op::matmul(), {x, w.transpose(0, 1)})}); }
 //   Graph graph = tracer.finish();
 //
 // Nodes carry the current ProvenanceScope (provenance.h). Every tensor an op
@@ -22,6 +22,7 @@
 #include "parallax/core/tensor.h"
 #include "parallax/ir/graph.h"
 #include "parallax/ops/dispatch.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px::ir {
 

@@ -54,7 +54,9 @@ std::vector<Tensor> call(const OpDef& op, const std::vector<Tensor>& inputs, con
                          CallOptions options = {});
 std::vector<Tensor> call(std::string_view op_name, const std::vector<Tensor>& inputs, const Attrs& attrs = {},
                          CallOptions options = {});
-// Convenience for single-output ops.
+// Convenience for single-output ops. Code calls ops through their handles (ops/op_handles.h:
+// `call1(op::matmul(), ...)`); the by-name forms are for names that arrive as data (IR text).
+Tensor call1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs = {}, CallOptions options = {});
 Tensor call1(std::string_view op_name, const std::vector<Tensor>& inputs, const Attrs& attrs = {},
              CallOptions options = {});
 

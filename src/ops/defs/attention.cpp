@@ -19,6 +19,7 @@
 #include "parallax/ops/factory.h"
 #include "parallax/ops/linalg.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/reduction.h"
 #include "parallax/ops/shape.h"
 
@@ -186,7 +187,7 @@ std::vector<ShardingStrategy> attention_rule(const std::vector<TensorMeta>& in, 
 LocalResult attention_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
   int64_t query_dim = inputs[0].dim() - 2;
   if (!attr_bool_or(attrs, "causal", false) || !sharded_on(ctx.input_placements[0], query_dim)) {
-    return {call(std::string(kOp), inputs, attrs), {}};
+    return {call(op::scaled_dot_product_attention(), inputs, attrs), {}};
   }
   Attrs filled = attrs;
   if (!filled.has("scale")) filled.set("scale", 0.0);
@@ -235,7 +236,7 @@ std::vector<Tensor> attention_backward(const std::vector<Tensor>& in, const Attr
 std::vector<Tensor> vjp_attention(const VjpContext& ctx) {
   const Tensor& g = ctx.grad_outputs[0];
   if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
-  return call(std::string(kBackwardOp), {ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], g}, ctx.attrs);
+  return call(op::scaled_dot_product_attention_backward(), {ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], g}, ctx.attrs);
 }
 
 // --- scaled_dot_product_attention_backward(q, k, v, grad) -> (dq, dk, dv) ---
@@ -285,7 +286,7 @@ std::vector<ShardingStrategy> attention_backward_rule(const std::vector<TensorMe
 LocalResult attention_backward_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
   int64_t query_dim = inputs[0].dim() - 2;
   if (!attr_bool_or(attrs, "causal", false) || !sharded_on(ctx.input_placements[0], query_dim)) {
-    return {call(std::string(kBackwardOp), inputs, attrs), {}};
+    return {call(op::scaled_dot_product_attention_backward(), inputs, attrs), {}};
   }
   Attrs filled = attrs;
   if (!filled.has("scale")) filled.set("scale", 0.0);
@@ -364,7 +365,7 @@ OpDef def_scaled_dot_product_attention_backward() {
 }  // namespace defs
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
-  return call1("scaled_dot_product_attention", {q, k, v}, {{"causal", causal}, {"scale", scale}});
+  return call1(op::scaled_dot_product_attention(), {q, k, v}, {{"causal", causal}, {"scale", scale}});
 }
 
 }  // namespace px

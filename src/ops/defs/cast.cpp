@@ -3,6 +3,7 @@
 
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -65,6 +66,6 @@ OpDef def_cast() {
 
 }  // namespace defs
 
-Tensor cast(const Tensor& x, DType dtype) { return call1("cast", {x}, {{"dtype", dtype}}); }
+Tensor cast(const Tensor& x, DType dtype) { return call1(op::cast(), {x}, {{"dtype", dtype}}); }
 
 }  // namespace px

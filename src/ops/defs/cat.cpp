@@ -2,6 +2,7 @@
 
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -97,6 +98,6 @@ OpDef def_cat() {
 
 }  // namespace defs
 
-Tensor cat(const std::vector<Tensor>& xs, int64_t dim) { return call1("cat", xs, {{"dim", dim}}); }
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) { return call1(op::cat(), xs, {{"dim", dim}}); }
 
 }  // namespace px

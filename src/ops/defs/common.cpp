@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "parallax/ops/op_handles.h"
+
 namespace px::defs {
 
 Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {
@@ -11,8 +13,8 @@ Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {
   for (int64_t d = 0; d < grad.dim(); ++d) {
     if (d < lead || (shape[d - lead] == 1 && grad.shape()[d] != 1)) dims.push_back(d);
   }
-  Tensor summed = dims.empty() ? grad : call1("sum", {grad}, {{"dims", dims}, {"keepdim", true}});
-  return call1("reshape", {summed}, {{"shape", shape}});
+  Tensor summed = dims.empty() ? grad : call1(op::sum(), {grad}, {{"dims", dims}, {"keepdim", true}});
+  return call1(op::reshape(), {summed}, {{"shape", shape}});
 }
 
 void require_same_dtype(std::string_view op, const std::vector<TensorMeta>& metas) {

@@ -5,6 +5,7 @@
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
 #include "parallax/kernels/copy.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -90,7 +91,7 @@ OpDef def_clone() {
 
 }  // namespace defs
 
-Tensor contiguous(const Tensor& x) { return call1("contiguous", {x}); }
-Tensor clone(const Tensor& x) { return call1("clone", {x}); }
+Tensor contiguous(const Tensor& x) { return call1(op::contiguous(), {x}); }
+Tensor clone(const Tensor& x) { return call1(op::clone(), {x}); }
 
 }  // namespace px

@@ -9,6 +9,7 @@
 #include "ops/defs/sharding_rules.h"
 #include "parallax/core/generator.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px {
 namespace defs {
@@ -36,7 +37,7 @@ std::vector<Tensor> run_dropout(const std::vector<Tensor>& inputs, const Attrs& 
 std::vector<Tensor> vjp_dropout(const VjpContext& ctx) {
   const Tensor& g = ctx.grad_outputs[0];
   if (!g.defined()) return {Tensor()};
-  return {call1("dropout", {g}, ctx.attrs)};
+  return {call1(op::dropout(), {g}, ctx.attrs)};
 }
 
 // Per element: a compare and a multiply (the random bits are integer work).
@@ -87,7 +88,7 @@ OpDef def_dropout() {
 }  // namespace defs
 
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
-  return call1("dropout", {x},
+  return call1(op::dropout(), {x},
                {{"p", p}, {"seed", static_cast<int64_t>(seed)}, {"offset", static_cast<int64_t>(offset)}});
 }
 

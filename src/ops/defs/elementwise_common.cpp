@@ -1,6 +1,7 @@
 #include "ops/defs/common.h"
 #include "ops/defs/elementwise.h"
 #include "parallax/kernels/strided_iter.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px::defs {
 
@@ -25,7 +26,7 @@ Tensor input_grad(const Tensor& input, const Tensor& grad) {
 }
 
 Tensor scalar_tensor(double value, DType dtype) {
-  return call1("full", {}, {{"shape", std::vector<int64_t>{}}, {"value", value}, {"dtype", dtype}});
+  return call1(op::full(), {}, {{"shape", std::vector<int64_t>{}}, {"value", value}, {"dtype", dtype}});
 }
 
 VjpFn single_input_vjp(std::function<Tensor(const Tensor& grad, const VjpContext& ctx)> grad_fn) {

@@ -8,6 +8,7 @@
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -100,7 +101,7 @@ std::vector<ShardingStrategy> embedding_rule(const std::vector<TensorMeta>& in, 
 // Under a row-split weight: look up the indices in this rank's rows and hand back which
 // lookups are not this rank's. The output is not zeroed there: redistribution applies the mask.
 LocalResult embedding_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
-  if (!has_mask_partial(ctx.output_placements[0])) return {call("embedding", inputs, attrs), {}};
+  if (!has_mask_partial(ctx.output_placements[0])) return {call(op::embedding(), inputs, attrs), {}};
   const Tensor& weight = inputs[0];
   const Tensor& indices = inputs[1];
   BlockIndices block = block_indices(indices, ctx.input_offsets[0][0], weight.size(0));
@@ -181,7 +182,7 @@ Attrs localize_embedding_backward(const Attrs& attrs, const LocalContext& ctx) {
 
 // Under row-split output: scatter only the lookups into this rank's rows, shifted into them.
 LocalResult embedding_backward_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
-  if (!sharded_on(ctx.output_placements[0], 0)) return {call("embedding_backward", inputs, attrs), {}};
+  if (!sharded_on(ctx.output_placements[0], 0)) return {call(op::embedding_backward(), inputs, attrs), {}};
   const Tensor& grad = inputs[0];
   const Tensor& indices = inputs[1];
   int64_t rows = ctx.local_outputs[0].shape[0];
@@ -242,7 +243,7 @@ Attrs localize_one_hot(const Attrs& attrs, const LocalContext& ctx) {
 
 LocalResult one_hot_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
   int64_t class_dim = static_cast<int64_t>(ctx.local_outputs[0].shape.size()) - 1;
-  if (!sharded_on(ctx.output_placements[0], class_dim)) return {call("one_hot", inputs, attrs), {}};
+  if (!sharded_on(ctx.output_placements[0], class_dim)) return {call(op::one_hot(), inputs, attrs), {}};
   const Tensor& indices = inputs[0];
   int64_t classes = ctx.local_outputs[0].shape.back();
   DType dtype = ctx.local_outputs[0].dtype;
@@ -299,14 +300,14 @@ OpDef def_one_hot() {
 
 }  // namespace defs
 
-Tensor embedding(const Tensor& weight, const Tensor& indices) { return call1("embedding", {weight, indices}); }
+Tensor embedding(const Tensor& weight, const Tensor& indices) { return call1(op::embedding(), {weight, indices}); }
 
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights) {
-  return call1("embedding_backward", {grad, indices}, {{"num_weights", num_weights}});
+  return call1(op::embedding_backward(), {grad, indices}, {{"num_weights", num_weights}});
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
-  return call1("one_hot", {indices}, {{"num_classes", num_classes}, {"dtype", dtype}});
+  return call1(op::one_hot(), {indices}, {{"num_classes", num_classes}, {"dtype", dtype}});
 }
 
 }  // namespace px

@@ -2,6 +2,7 @@
 
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -92,6 +93,6 @@ OpDef def_expand() {
 
 }  // namespace defs
 
-Tensor expand(const Tensor& x, Shape shape) { return call1("expand", {x}, {{"shape", std::move(shape)}}); }
+Tensor expand(const Tensor& x, Shape shape) { return call1(op::expand(), {x}, {{"shape", std::move(shape)}}); }
 
 }  // namespace px

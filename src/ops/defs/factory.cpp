@@ -9,6 +9,7 @@
 
 #include "ops/defs/factory_defs.h"
 #include "parallax/ops/factory.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px {
 
@@ -197,7 +198,7 @@ uint64_t draw_count(const Shape& shape) {
 }  // namespace
 
 Tensor full(Shape shape, double value, DType dtype, bool meta) {
-  return call1("full", {}, {{"shape", std::move(shape)}, {"value", value}, {"dtype", dtype}}, meta_option(meta));
+  return call1(op::full(), {}, {{"shape", std::move(shape)}, {"value", value}, {"dtype", dtype}}, meta_option(meta));
 }
 Tensor zeros(Shape shape, DType dtype, bool meta) { return full(std::move(shape), 0.0, dtype, meta); }
 Tensor ones(Shape shape, DType dtype, bool meta) { return full(std::move(shape), 1.0, dtype, meta); }
@@ -208,12 +209,12 @@ Tensor ones_like(const Tensor& like) { return full_like(like, 1.0); }
 
 Tensor arange(double end, DType dtype) { return arange(0.0, end, 1.0, dtype); }
 Tensor arange(double start, double end, double step, DType dtype) {
-  return call1("arange", {}, {{"start", start}, {"end", end}, {"step", step}, {"dtype", dtype}});
+  return call1(op::arange(), {}, {{"start", start}, {"end", end}, {"step", step}, {"dtype", dtype}});
 }
 
 Tensor uniform(Shape shape, double low, double high, Generator& gen, DType dtype, bool meta) {
   auto offset = static_cast<int64_t>(gen.advance(draw_count(shape)));
-  return call1("uniform", {},
+  return call1(op::uniform(), {},
                {{"shape", std::move(shape)},
                 {"low", low},
                 {"high", high},
@@ -225,7 +226,7 @@ Tensor uniform(Shape shape, double low, double high, Generator& gen, DType dtype
 
 Tensor normal(Shape shape, double mean, double stddev, Generator& gen, DType dtype, bool meta) {
   auto offset = static_cast<int64_t>(gen.advance(draw_count(shape)));
-  return call1("normal", {},
+  return call1(op::normal(), {},
                {{"shape", std::move(shape)},
                 {"mean", mean},
                 {"std", stddev},

@@ -6,6 +6,7 @@
 #include "ops/defs/matmul.h"
 #include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/linalg.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px {
 
@@ -74,12 +75,12 @@ std::vector<Tensor> vjp_linear(const VjpContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   const Tensor& w = ctx.inputs[1];
   int64_t rows = numel(std::span(x.shape()).first(x.shape().size() - 1));
-  Tensor grad_2d = call1("reshape", {grad}, {{"shape", Shape{rows, w.shape()[0]}}});
-  Tensor x_2d = call1("reshape", {x}, {{"shape", Shape{rows, w.shape()[1]}}});
-  Tensor grad_t = call1("transpose", {grad_2d}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
-  std::vector<Tensor> grads{call1("matmul", {grad, w}), call1("matmul", {grad_t, x_2d})};
+  Tensor grad_2d = call1(op::reshape(), {grad}, {{"shape", Shape{rows, w.shape()[0]}}});
+  Tensor x_2d = call1(op::reshape(), {x}, {{"shape", Shape{rows, w.shape()[1]}}});
+  Tensor grad_t = call1(op::transpose(), {grad_2d}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
+  std::vector<Tensor> grads{call1(op::matmul(), {grad, w}), call1(op::matmul(), {grad_t, x_2d})};
   if (ctx.inputs.size() == 3) {
-    grads.push_back(call1("sum", {grad_2d}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}}));
+    grads.push_back(call1(op::sum(), {grad_2d}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}}));
   }
   return grads;
 }
@@ -135,8 +136,8 @@ OpDef def_linear() {
 }  // namespace defs
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (bias.defined()) return call1("linear", {x, weight, bias});
-  return call1("linear", {x, weight});
+  if (bias.defined()) return call1(op::linear(), {x, weight, bias});
+  return call1(op::linear(), {x, weight});
 }
 
 }  // namespace px

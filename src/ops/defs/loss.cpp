@@ -10,6 +10,7 @@
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/reduction.h"
 #include "parallax/ops/shape.h"
 
@@ -191,11 +192,11 @@ OpDef def_cross_entropy() { return loss_def<true>(); }
 }  // namespace defs
 
 Tensor nll_loss(const Tensor& logp, const Tensor& target, std::string_view reduction, int64_t ignore_index) {
-  return call1("nll_loss", {logp, target}, {{"reduction", std::string(reduction)}, {"ignore_index", ignore_index}});
+  return call1(op::nll_loss(), {logp, target}, {{"reduction", std::string(reduction)}, {"ignore_index", ignore_index}});
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, std::string_view reduction, int64_t ignore_index) {
-  return call1("cross_entropy", {logits, target},
+  return call1(op::cross_entropy(), {logits, target},
                {{"reduction", std::string(reduction)}, {"ignore_index", ignore_index}});
 }
 

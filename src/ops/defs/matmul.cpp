@@ -7,6 +7,7 @@
 
 #include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/linalg.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px {
 
@@ -119,13 +120,13 @@ std::vector<Tensor> matmul_kernel(const std::vector<Tensor>& in, const Attrs&) {
 }
 
 Tensor transpose_matrix(const Tensor& x) {
-  return call1("transpose", {x}, {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
+  return call1(op::transpose(), {x}, {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
 }
 
-Tensor unsqueeze(const Tensor& x, int64_t dim) { return call1("unsqueeze", {x}, {{"dim", dim}}); }
+Tensor unsqueeze(const Tensor& x, int64_t dim) { return call1(op::unsqueeze(), {x}, {{"dim", dim}}); }
 
 Tensor reshape_to(const Tensor& x, const Shape& shape) {
-  return x.shape() == shape ? x : call1("reshape", {x}, {{"shape", shape}});
+  return x.shape() == shape ? x : call1(op::reshape(), {x}, {{"shape", shape}});
 }
 
 // Lifts 1-D operands to matrices (and the gradient with them), then
@@ -139,8 +140,8 @@ std::vector<Tensor> vjp_matmul(const VjpContext& ctx) {
   Tensor b2 = b.dim() == 1 ? unsqueeze(b, 1) : b;
   if (b.dim() == 1) grad = unsqueeze(grad, grad.dim());
   if (a.dim() == 1) grad = unsqueeze(grad, grad.dim() - 1);
-  Tensor grad_a = sum_to_shape(call1("matmul", {grad, transpose_matrix(b2)}), a2.shape());
-  Tensor grad_b = sum_to_shape(call1("matmul", {transpose_matrix(a2), grad}), b2.shape());
+  Tensor grad_a = sum_to_shape(call1(op::matmul(), {grad, transpose_matrix(b2)}), a2.shape());
+  Tensor grad_b = sum_to_shape(call1(op::matmul(), {transpose_matrix(a2), grad}), b2.shape());
   return {reshape_to(grad_a, a.shape()), reshape_to(grad_b, b.shape())};
 }
 
@@ -197,6 +198,6 @@ OpDef def_matmul() {
 
 }  // namespace defs
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return call1("matmul", {a, b}); }
+Tensor matmul(const Tensor& a, const Tensor& b) { return call1(op::matmul(), {a, b}); }
 
 }  // namespace px

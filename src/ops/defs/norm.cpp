@@ -13,6 +13,7 @@
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/reduction.h"
 
 namespace px {
@@ -158,13 +159,13 @@ OpDef def_norm_backward(std::string name, double eps, bool center) {
 }
 
 // The forward's VJP: the backward op for x (and the weight), the bias's gradient a sum over the rows.
-VjpFn norm_vjp(std::string backward) {
-  return [backward = std::move(backward)](const VjpContext& ctx) {
+VjpFn norm_vjp(const OpDef& (*backward)()) {
+  return [backward](const VjpContext& ctx) {
     const Tensor& g = ctx.grad_outputs[0];
     if (!g.defined()) return std::vector<Tensor>(ctx.inputs.size());
     std::vector<Tensor> inputs{g, ctx.inputs[0]};
     if (ctx.inputs.size() > 1) inputs.push_back(ctx.inputs[1]);
-    std::vector<Tensor> grads = call(backward, inputs, ctx.attrs);
+    std::vector<Tensor> grads = call(backward(), inputs, ctx.attrs);
     if (ctx.inputs.size() > 2) grads.push_back(sum_to_shape(g, ctx.inputs[2].shape()));
     return grads;
   };
@@ -195,7 +196,7 @@ OpDef def_layer_norm() {
     return infer_norm("layer_norm", inputs, attrs);
   };
   def.kernel = run_layer_norm;
-  def.vjp = norm_vjp("layer_norm_backward");
+  def.vjp = norm_vjp(op::layer_norm_backward);
   def.cost = cost_norm;
   def.sharding = norm_sharding("layer_norm");
   return def;
@@ -210,7 +211,7 @@ OpDef def_rms_norm() {
     return infer_norm("rms_norm", inputs, attrs);
   };
   def.kernel = run_rms_norm;
-  def.vjp = norm_vjp("rms_norm_backward");
+  def.vjp = norm_vjp(op::rms_norm_backward);
   def.cost = cost_norm;
   def.sharding = norm_sharding("rms_norm");
   return def;
@@ -224,16 +225,16 @@ OpDef def_rms_norm_backward() { return def_norm_backward("rms_norm_backward", 1e
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, int64_t ndims) {
   Attrs attrs{{"eps", eps}, {"ndims", ndims}};
   if (!bias.defined()) {
-    return weight.defined() ? call1("layer_norm", {x, weight}, attrs) : call1("layer_norm", {x}, attrs);
+    return weight.defined() ? call1(op::layer_norm(), {x, weight}, attrs) : call1(op::layer_norm(), {x}, attrs);
   }
   // Optional inputs are positional: a bias alone needs a weight of ones before it.
   Tensor scale = weight.defined() ? weight : ones(bias.shape(), bias.dtype(), /*meta=*/bias.is_meta());
-  return call1("layer_norm", {x, scale, bias}, attrs);
+  return call1(op::layer_norm(), {x, scale, bias}, attrs);
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps, int64_t ndims) {
   Attrs attrs{{"eps", eps}, {"ndims", ndims}};
-  return weight.defined() ? call1("rms_norm", {x, weight}, attrs) : call1("rms_norm", {x}, attrs);
+  return weight.defined() ? call1(op::rms_norm(), {x, weight}, attrs) : call1(op::rms_norm(), {x}, attrs);
 }
 
 }  // namespace px

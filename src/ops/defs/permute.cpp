@@ -4,6 +4,7 @@
 
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -139,10 +140,10 @@ OpDef def_transpose() {
 }  // namespace defs
 
 Tensor permute(const Tensor& x, std::vector<int64_t> dims) {
-  return call1("permute", {x}, {{"dims", std::move(dims)}});
+  return call1(op::permute(), {x}, {{"dims", std::move(dims)}});
 }
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
-  return call1("transpose", {x}, {{"dim0", dim0}, {"dim1", dim1}});
+  return call1(op::transpose(), {x}, {{"dim0", dim0}, {"dim1", dim1}});
 }
 
 }  // namespace px

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "parallax/ops/op_handles.h"
+
 namespace px::defs {
 
 std::vector<int64_t> reduce_dims(std::string_view op, const std::vector<int64_t>& dims, int64_t ndim) {
@@ -95,7 +97,7 @@ Tensor grad_with_kept_dims(const Tensor& grad, const Shape& input_shape, const A
       reduce_dims("reduction", attrs.get_ints("dims"), static_cast<int64_t>(input_shape.size()));
   Shape kept = reduced_shape(input_shape, dims, /*keepdim=*/true);
   if (grad.shape() == kept) return grad;
-  return call1("reshape", {grad}, {{"shape", kept}});
+  return call1(op::reshape(), {grad}, {{"shape", kept}});
 }
 
 }  // namespace px::defs

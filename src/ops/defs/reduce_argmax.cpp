@@ -4,6 +4,7 @@
 
 #include "ops/defs/reduce.h"
 #include "ops/defs/sharding_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/reduction.h"
 
 namespace px {
@@ -71,7 +72,7 @@ OpDef def_argmax() {
 
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   AttrValue dim_attr = dim ? AttrValue(*dim) : AttrValue(NoneAttr{});
-  return call1("argmax", {x}, {{"dim", dim_attr}, {"keepdim", keepdim}});
+  return call1(op::argmax(), {x}, {{"dim", dim_attr}, {"keepdim", keepdim}});
 }
 
 }  // namespace px

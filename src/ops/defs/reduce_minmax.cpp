@@ -4,6 +4,7 @@
 
 #include "ops/defs/reduce.h"
 #include "ops/defs/sharding_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/reduction.h"
 
 namespace px {
@@ -23,9 +24,9 @@ std::vector<Tensor> vjp_extreme(const VjpContext& ctx) {
   if (!ctx.grad_outputs[0].defined() || !is_floating(x.dtype())) return {Tensor()};
   Tensor extreme = grad_with_kept_dims(ctx.outputs[0], x.shape(), ctx.attrs);
   Tensor grad = grad_with_kept_dims(ctx.grad_outputs[0], x.shape(), ctx.attrs);
-  Tensor mask = call1("cast", {call1("eq", {x, extreme})}, {{"dtype", x.dtype()}});
-  Tensor ties = call1("sum", {mask}, {{"dims", ctx.attrs.get_ints("dims")}, {"keepdim", true}});
-  return {call1("mul", {mask, call1("div", {grad, ties})})};
+  Tensor mask = call1(op::cast(), {call1(op::eq(), {x, extreme})}, {{"dtype", x.dtype()}});
+  Tensor ties = call1(op::sum(), {mask}, {{"dims", ctx.attrs.get_ints("dims")}, {"keepdim", true}});
+  return {call1(op::mul(), {mask, call1(op::div(), {grad, ties})})};
 }
 
 // `op` is Max for amax, Min for amin: a Shard on a reduced dim leaves each rank the extreme of
@@ -73,11 +74,11 @@ OpDef def_amin() {
 }  // namespace defs
 
 Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
-  return call1("amax", {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+  return call1(op::amax(), {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
 }
 
 Tensor amin(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
-  return call1("amin", {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+  return call1(op::amin(), {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
 }
 
 }  // namespace px

@@ -2,6 +2,7 @@
 
 #include "ops/defs/reduce.h"
 #include "ops/defs/sharding_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/reduction.h"
 
 namespace px {
@@ -23,7 +24,7 @@ std::vector<Tensor> sum_kernel(const std::vector<Tensor>& in, const Attrs& attrs
 Tensor broadcast_grad(const Tensor& grad, const Tensor& x, const Attrs& attrs) {
   Tensor kept = grad_with_kept_dims(grad, x.shape(), attrs);
   if (kept.shape() == x.shape()) return kept;
-  return call1("expand", {kept}, {{"shape", x.shape()}});
+  return call1(op::expand(), {kept}, {{"shape", x.shape()}});
 }
 
 std::vector<Tensor> vjp_sum(const VjpContext& ctx) {
@@ -49,7 +50,7 @@ std::vector<Tensor> mean_kernel(const std::vector<Tensor>& in, const Attrs& attr
 std::vector<Tensor> vjp_mean(const VjpContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   if (!ctx.grad_outputs[0].defined()) return {Tensor()};
-  Tensor scaled = call1("mul_scalar", {ctx.grad_outputs[0]}, {{"scalar", mean_scale(x.shape(), ctx.attrs)}});
+  Tensor scaled = call1(op::mul_scalar(), {ctx.grad_outputs[0]}, {{"scalar", mean_scale(x.shape(), ctx.attrs)}});
   return {broadcast_grad(scaled, x, ctx.attrs)};
 }
 
@@ -62,9 +63,9 @@ LocalResult mean_local(const std::vector<Tensor>& in, const Attrs& attrs, const 
   const Shape& global_shape = ctx.global_inputs[0].shape;
   std::vector<int64_t> dims = reduce_dims("mean", attrs.get_ints("dims"), static_cast<int64_t>(global_shape.size()));
   int64_t global_count = reduced_count(global_shape, dims);
-  if (reduced_count(in[0].shape(), dims) == global_count) return {{call1("mean", {in[0]}, attrs)}, {}};
-  Tensor local_sum = call1("sum", {in[0]}, attrs);
-  return {{call1("mul_scalar", {local_sum}, {{"scalar", 1.0 / static_cast<double>(global_count)}})}, {}};
+  if (reduced_count(in[0].shape(), dims) == global_count) return {{call1(op::mean(), {in[0]}, attrs)}, {}};
+  Tensor local_sum = call1(op::sum(), {in[0]}, attrs);
+  return {{call1(op::mul_scalar(), {local_sum}, {{"scalar", 1.0 / static_cast<double>(global_count)}})}, {}};
 }
 
 }  // namespace
@@ -100,11 +101,11 @@ OpDef def_mean() {
 }  // namespace defs
 
 Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
-  return call1("sum", {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+  return call1(op::sum(), {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
 }
 
 Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
-  return call1("mean", {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+  return call1(op::mean(), {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
 }
 
 }  // namespace px

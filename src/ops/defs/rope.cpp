@@ -11,6 +11,7 @@
 #include "ops/defs/nn_defs.h"
 #include "ops/defs/sharding_rules.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px {
 namespace defs {
@@ -124,7 +125,7 @@ OpDef def_rope() {
 }  // namespace defs
 
 Tensor rope(const Tensor& x, double theta, bool inverse, const RopeScaling& scaling) {
-  return call1("rope", {x},
+  return call1(op::rope(), {x},
                {{"theta", theta},
                 {"inverse", inverse},
                 {"scale_factor", scaling.factor},

@@ -2,6 +2,7 @@
 
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -79,7 +80,7 @@ OpDef def_select() {
 }  // namespace defs
 
 Tensor select(const Tensor& x, int64_t dim, int64_t index) {
-  return call1("select", {x}, {{"dim", dim}, {"index", index}});
+  return call1(op::select(), {x}, {{"dim", dim}, {"index", index}});
 }
 
 }  // namespace px

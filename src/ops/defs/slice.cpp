@@ -6,6 +6,7 @@
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
 #include "parallax/kernels/factory.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -216,15 +217,15 @@ OpDef def_slice_backward() {
 }  // namespace defs
 
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  return call1("slice", {x}, {{"dim", dim}, {"start", start}, {"end", end}, {"step", step}});
+  return call1(op::slice(), {x}, {{"dim", dim}, {"start", start}, {"end", end}, {"step", step}});
 }
 
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
-  return call1("narrow", {x}, {{"dim", dim}, {"start", start}, {"length", length}});
+  return call1(op::narrow(), {x}, {{"dim", dim}, {"start", start}, {"length", length}});
 }
 
 Tensor slice_backward(const Tensor& grad, Shape shape, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  return call1("slice_backward", {grad},
+  return call1(op::slice_backward(), {grad},
                {{"shape", std::move(shape)}, {"dim", dim}, {"start", start}, {"end", end}, {"step", step}});
 }
 

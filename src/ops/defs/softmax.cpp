@@ -10,6 +10,7 @@
 #include "ops/defs/sharding_rules.h"
 #include "parallax/ops/dispatch.h"
 #include "parallax/ops/nn.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px {
 namespace defs {
@@ -56,11 +57,11 @@ Tensor run_softmax(const Tensor& x, const Attrs& attrs, bool log) {
 // The forward's VJP: the backward op on the gradient and the forward's output, along the same dim.
 // The backward runs wherever the composed ops did: meta tensors take its inference, bfloat16 its
 // float32 rows, non-contiguous operands a contiguous copy, distributed tensors its sharding rule.
-VjpFn softmax_vjp(std::string backward) {
-  return [backward = std::move(backward)](const VjpContext& ctx) {
+VjpFn softmax_vjp(const OpDef& (*backward)()) {
+  return [backward](const VjpContext& ctx) {
     const Tensor& g = ctx.grad_outputs[0];
     if (!g.defined()) return std::vector<Tensor>{Tensor()};
-    return call(backward, {g, ctx.outputs[0]}, ctx.attrs);
+    return call(backward(), {g, ctx.outputs[0]}, ctx.attrs);
   };
 }
 
@@ -94,7 +95,7 @@ OpDef softmax_like(std::string name, bool log) {
   def.kernel = [log](const std::vector<Tensor>& inputs, const Attrs& attrs) {
     return std::vector<Tensor>{run_softmax(inputs[0], attrs, log)};
   };
-  def.vjp = softmax_vjp(log ? "log_softmax_backward" : "softmax_backward");
+  def.vjp = softmax_vjp(log ? op::log_softmax_backward : op::softmax_backward);
   def.cost = cost_softmax;
   def.sharding = [name](const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
     return sharding_softmax(name, inputs, attrs);
@@ -182,7 +183,7 @@ OpDef def_log_softmax_backward() { return softmax_backward_like("log_softmax_bac
 
 }  // namespace defs
 
-Tensor softmax(const Tensor& x, int64_t dim) { return call1("softmax", {x}, {{"dim", dim}}); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return call1("log_softmax", {x}, {{"dim", dim}}); }
+Tensor softmax(const Tensor& x, int64_t dim) { return call1(op::softmax(), {x}, {{"dim", dim}}); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return call1(op::log_softmax(), {x}, {{"dim", dim}}); }
 
 }  // namespace px

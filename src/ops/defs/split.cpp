@@ -6,6 +6,7 @@
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/factory.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -138,11 +139,11 @@ OpDef def_chunk() {
 }  // namespace defs
 
 std::vector<Tensor> split(const Tensor& x, std::vector<int64_t> sizes, int64_t dim) {
-  return call("split", {x}, {{"sizes", std::move(sizes)}, {"dim", dim}});
+  return call(op::split(), {x}, {{"sizes", std::move(sizes)}, {"dim", dim}});
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
-  return call("chunk", {x}, {{"chunks", chunks}, {"dim", dim}});
+  return call(op::chunk(), {x}, {{"chunks", chunks}, {"dim", dim}});
 }
 
 }  // namespace px

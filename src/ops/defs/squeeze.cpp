@@ -2,6 +2,7 @@
 
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -146,8 +147,8 @@ OpDef def_unsqueeze() {
 }  // namespace defs
 
 Tensor squeeze(const Tensor& x, std::vector<int64_t> dims) {
-  return call1("squeeze", {x}, {{"dims", std::move(dims)}});
+  return call1(op::squeeze(), {x}, {{"dims", std::move(dims)}});
 }
-Tensor unsqueeze(const Tensor& x, int64_t dim) { return call1("unsqueeze", {x}, {{"dim", dim}}); }
+Tensor unsqueeze(const Tensor& x, int64_t dim) { return call1(op::unsqueeze(), {x}, {{"dim", dim}}); }
 
 }  // namespace px

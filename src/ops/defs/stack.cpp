@@ -2,6 +2,7 @@
 
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -78,6 +79,6 @@ OpDef def_stack() {
 
 }  // namespace defs
 
-Tensor stack(const std::vector<Tensor>& xs, int64_t dim) { return call1("stack", xs, {{"dim", dim}}); }
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim) { return call1(op::stack(), xs, {{"dim", dim}}); }
 
 }  // namespace px

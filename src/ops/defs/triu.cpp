@@ -3,6 +3,7 @@
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_rules.h"
 #include "parallax/kernels/triangle.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -79,7 +80,7 @@ OpDef def_tril() { return def_triangle<false>(); }
 
 }  // namespace defs
 
-Tensor triu(const Tensor& x, int64_t diagonal) { return call1("triu", {x}, {{"diagonal", diagonal}}); }
-Tensor tril(const Tensor& x, int64_t diagonal) { return call1("tril", {x}, {{"diagonal", diagonal}}); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return call1(op::triu(), {x}, {{"diagonal", diagonal}}); }
+Tensor tril(const Tensor& x, int64_t diagonal) { return call1(op::tril(), {x}, {{"diagonal", diagonal}}); }
 
 }  // namespace px

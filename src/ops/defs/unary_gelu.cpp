@@ -9,6 +9,7 @@
 #include "parallax/kernels/elementwise.h"
 #include "parallax/ops/dispatch.h"
 #include "parallax/ops/elementwise.h"
+#include "parallax/ops/op_handles.h"
 
 namespace px::defs {
 
@@ -44,7 +45,7 @@ std::vector<Tensor> gelu_kernel(const std::vector<Tensor>& in, const Attrs& attr
 }
 
 Tensor gelu_backward_call(const Tensor& grad, const Tensor& x, const Attrs& attrs) {
-  return call1("gelu_backward", {grad, x}, {{"approximate", attrs.get_string("approximate")}});
+  return call1(op::gelu_backward(), {grad, x}, {{"approximate", attrs.get_string("approximate")}});
 }
 
 // gelu_backward(grad, x) = grad * gelu'(x): the inputs must agree in shape (the

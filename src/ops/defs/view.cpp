@@ -3,6 +3,7 @@
 
 #include "ops/defs/shape_defs.h"
 #include "ops/defs/sharding_shape_rules.h"
+#include "parallax/ops/op_handles.h"
 #include "parallax/ops/shape.h"
 
 namespace px {
@@ -157,7 +158,7 @@ OpDef def_reshape() {
 
 }  // namespace defs
 
-Tensor view(const Tensor& x, Shape shape) { return call1("view", {x}, {{"shape", std::move(shape)}}); }
-Tensor reshape(const Tensor& x, Shape shape) { return call1("reshape", {x}, {{"shape", std::move(shape)}}); }
+Tensor view(const Tensor& x, Shape shape) { return call1(op::view(), {x}, {{"shape", std::move(shape)}}); }
+Tensor reshape(const Tensor& x, Shape shape) { return call1(op::reshape(), {x}, {{"shape", std::move(shape)}}); }
 
 }  // namespace px
