@@ -8,10 +8,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/json_locate.h"
 #include "parallax/core/error.h"
 #include "parallax/plan/constraints.h"
 #include "plan/file_io.h"
-#include "plan/json_locate.h"
 
 namespace px::plan {
 

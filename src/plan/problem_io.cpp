@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/json_locate.h"
 #include "parallax/core/error.h"
 #include "parallax/plan/problem.h"
 #include "plan/file_io.h"
-#include "plan/json_locate.h"
 
 namespace px::plan {
 namespace {

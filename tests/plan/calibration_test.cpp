@@ -193,7 +193,7 @@ TEST(DeviceProfileJson, BadFilesNameTheSourceAndField) {
   auto message = [](const std::string& text) {
     return error_message([&] { device_profile_from_json(text, "cpu.json"); });
   };
-  EXPECT_NE(message("{").find("cpu.json: malformed JSON"), std::string::npos);
+  EXPECT_NE(message("{").find("cpu.json: invalid JSON"), std::string::npos);
   EXPECT_NE(message("{\"format\": \"parallax-plan\"}").find("not a Parallax device profile"), std::string::npos);
 
   nlohmann::json good = nlohmann::json::parse(device_profile_json(calibrated_cpu()));
@@ -206,7 +206,7 @@ TEST(DeviceProfileJson, BadFilesNameTheSourceAndField) {
             std::string::npos);
   EXPECT_NE(with([](nlohmann::json& j) {
               j["intra_node_link"]["alpha_s"] = "x";
-            }).find("profile.intra_node_link: .alpha_s: expected a finite number"),
+            }).find("profile.intra_node_link.alpha_s: expected a finite number"),
             std::string::npos);
   EXPECT_NE(with([](nlohmann::json& j) {
               j["op_timings"]["matmul:f32"]["per_flop_s"] = -1;
@@ -215,6 +215,18 @@ TEST(DeviceProfileJson, BadFilesNameTheSourceAndField) {
   EXPECT_NE(with([](nlohmann::json& j) { j["memory_bytes_per_s"] = 0; }).find("cpu.json: device profile"),
             std::string::npos);
   EXPECT_NE(with([](nlohmann::json& j) { j["version"] = 2; }).find("unsupported version 2"), std::string::npos);
+
+  // Errors in the text say where: line and column of the value, as ParseError.
+  const std::string text = "{\n  \"format\": \"parallax-device-profile\",\n  \"version\": 1,\n  \"name\": 7\n}\n";
+  try {
+    device_profile_from_json(text, "cpu.json");
+    FAIL() << "parsed";
+  } catch (const ParseError& error) {
+    EXPECT_EQ(error.line(), 4);
+    EXPECT_EQ(error.column(), 11);
+    EXPECT_NE(std::string(error.what()).find("cpu.json: profile.name: expected a string"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(DeviceProfileJson, DeviceProfileLoadsJsonFilesByPath) {

@@ -89,7 +89,8 @@ DeviceProfile device_profile(std::string_view name);
 
 // JSON: every field above, links by their alpha and beta, op timings by key.
 std::string device_profile_json(const DeviceProfile& device);
-// ValueError naming `source` and the JSON path of a missing or bad field; the result is validated.
+// ParseError naming `source`, the line and column and the JSON path of text that is not JSON or
+// of a missing or bad field; ValueError naming `source` when the values fail validate().
 DeviceProfile device_profile_from_json(std::string_view text, std::string_view source = "device profile");
 
 // "matmul:f32": what DeviceProfile::op_timings is keyed by.

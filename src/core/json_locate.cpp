@@ -1,8 +1,8 @@
-#include "plan/json_locate.h"
+#include "core/json_locate.h"
 
 #include <cctype>
 
-namespace px::plan {
+namespace px {
 namespace {
 
 // A forgiving scanner over text that nlohmann::json has already accepted (or that failed later
@@ -128,4 +128,4 @@ size_t locate_json_path(std::string_view text, const JsonPath& path) {
   return found;
 }
 
-}  // namespace px::plan
+}  // namespace px

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-namespace px::plan {
+namespace px {
 
 // "problem.edges.costs[3]": object keys and array indices from the root.
 using JsonPathItem = std::variant<std::string, size_t>;
@@ -28,4 +28,4 @@ TextPosition text_position(std::string_view text, size_t offset);
 // exists (the whole document for an empty path or unreadable text).
 size_t locate_json_path(std::string_view text, const JsonPath& path);
 
-}  // namespace px::plan
+}  // namespace px
