@@ -6,17 +6,21 @@
 
 namespace px {
 
+void throw_invalid_json(std::string_view text, const std::string& source, const nlohmann::json::parse_error& error) {
+  const TextPosition at = text_position(text, error.byte == 0 ? 0 : error.byte - 1);
+  // nlohmann's what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
+  std::string what = error.what();
+  const size_t colon = what.find(": ");
+  if (colon != std::string::npos) what = what.substr(colon + 2);
+  throw ParseError(source + ": invalid JSON: " + what, at.line, at.column);
+}
+
 JsonReader::JsonReader(std::string text, std::string source, std::string root_name)
     : text_(std::move(text)), source_(std::move(source)), root_name_(std::move(root_name)) {
   try {
     json_ = nlohmann::json::parse(text_);
   } catch (const nlohmann::json::parse_error& error) {
-    const TextPosition at = text_position(text_, error.byte == 0 ? 0 : error.byte - 1);
-    // nlohmann's what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
-    std::string what = error.what();
-    const size_t colon = what.find(": ");
-    if (colon != std::string::npos) what = what.substr(colon + 2);
-    throw ParseError(source_ + ": invalid JSON: " + what, at.line, at.column);
+    throw_invalid_json(text_, source_, error);
   }
 }
 

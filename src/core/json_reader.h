@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,11 @@
 namespace px {
 
 class JsonReader;
+
+// The ParseError for text nlohmann rejected: at the offending character, "<source>: invalid JSON:
+// ..." (also for readers that keep their own DOM, such as the IOPDDL problem reader).
+[[noreturn]] void throw_invalid_json(std::string_view text, const std::string& source,
+                                     const nlohmann::json::parse_error& error);
 
 // A value inside a document, with its path; valid while its reader lives.
 class JsonValue {

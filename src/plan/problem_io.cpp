@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/json_locate.h"
+#include "core/json_reader.h"
 #include "parallax/core/error.h"
 #include "parallax/plan/problem.h"
 #include "plan/file_io.h"
@@ -28,12 +29,7 @@ class Reader {
     try {
       return json::parse(text_);
     } catch (const json::parse_error& error) {
-      const TextPosition at = text_position(text_, error.byte == 0 ? 0 : error.byte - 1);
-      // nlohmann's what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
-      std::string what = error.what();
-      const size_t colon = what.find(": ");
-      if (colon != std::string::npos) what = what.substr(colon + 2);
-      throw ParseError(source_ + ": invalid JSON: " + what, at.line, at.column);
+      throw_invalid_json(text_, source_, error);
     }
   }
 
