@@ -90,7 +90,11 @@ inline plan::ShardingPlan select_plan(AutoParallel& ap, const std::string& name,
     std::ifstream file(name);
     std::stringstream text;
     text << file.rdbuf();
-    return ap.plan_from_json(text.str());
+    try {
+      return ap.plan_from_json(text.str());
+    } catch (const Error& error) {
+      error.rethrow_with_context(name + ": ");
+    }
   }
   for (const plan::BaselineResult& baseline : ap.baselines()) {
     if (baseline.baseline.name != name) continue;

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-mapfile -t files < <(git ls-files '*.cpp' '*.h' 2>/dev/null || find src include cli tests bench examples -name '*.cpp' -o -name '*.h')
+mapfile -t files < <(git ls-files '*.cpp' '*.h' 2>/dev/null || find src include cli tests bench examples fuzz -name '*.cpp' -o -name '*.h')
 if ! clang-format --dry-run -Werror "${files[@]}" 2>/tmp/parallax-format.$$; then
   grep 'error:' /tmp/parallax-format.$$ | cut -d: -f1 | sort -u | sed 's/^/  not formatted: /' >&2
   rm -f /tmp/parallax-format.$$

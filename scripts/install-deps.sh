@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Parallax needs to build and test, if any are missing.
+# Installs the Debian packages Parallax needs to build and test, if any are missing, and any
+# packages named as arguments (scripts/fuzz.sh adds Clang's).
 # Idempotent: when everything is installed it changes nothing (not even `apt-get update`).
 set -euo pipefail
 
@@ -19,6 +20,7 @@ PACKAGES=(
   coinor-libcbc-dev
   zlib1g-dev
   clang-format
+  "$@"
 )
 
 is_installed() {

@@ -5,16 +5,20 @@
 #                                     (cmake --install into a temporary prefix, then build and run
 #                                     the consumer project tests/install/ against it).
 #   bash scripts/test.sh --sanitize   Debug build (-O1) with ASan+UBSan in build-asan/: all tests.
+#   bash scripts/test.sh --tsan       Debug build (-O1) with ThreadSanitizer in build-tsan/: the
+#                                     dist, dtensor and runtime tests (the multi-threaded layers).
 #
 # Installs missing Debian packages first (scripts/install-deps.sh; needs root or sudo).
 set -euo pipefail
 
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 
 sanitize=0
+tsan=0
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;
+    --tsan) tsan=1 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "test.sh: unknown argument: $arg" >&2; usage >&2; exit 2 ;;
   esac
@@ -29,22 +33,34 @@ bash scripts/install-deps.sh
 # Test order is shuffled (a fresh seed each run; gtest prints it) to catch order dependence.
 export GTEST_SHUFFLE=1
 
+# A Debug build at -O1 (as ASan's own docs advise: -O0 makes the multi-rank suites several times
+# slower) with sanitizers, in unity batches, then its tests. The sanitizers look for memory, UB and
+# race errors, not for coverage: the DTensor op suites check fewer placement combinations per op
+# here (the Release run checks them all).
+sanitized_build_and_test() {
+  local dir="$1" what="$2"
+  shift 2
+  export PARALLAX_DTENSOR_MAX_COMBOS=8
+  echo "== configure (Debug at -O1, $what) in $dir/"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
+    -DPARALLAX_UNITY_BUILD=ON -DPARALLAX_BUILD_BENCHMARKS=OFF "$@"
+  echo "== build"
+  cmake --build "$dir" -j"$jobs"
+  echo "== test"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error -j"$jobs"
+  echo "== $what tests passed"
+}
+
+if [[ $tsan -eq 1 ]]; then
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  sanitized_build_and_test build-tsan ThreadSanitizer -DPARALLAX_SANITIZE=thread -DPARALLAX_BUILD_EXAMPLES=OFF
+  exit 0
+fi
+
 if [[ $sanitize -eq 1 ]]; then
-  # Exported before the build too: gtest_discover_tests runs the test binaries at build time.
   export ASAN_OPTIONS=detect_leaks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  # The sanitizers look for memory and UB errors, not for coverage: the DTensor op suites check
-  # fewer placement combinations per op here (the Release run checks them all).
-  export PARALLAX_DTENSOR_MAX_COMBOS=8
-  echo "== configure (Debug at -O1, ASan+UBSan) in build-asan/"
-  # -O1 as ASan's own docs advise: -O0 makes the multi-rank suites several times slower.
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DPARALLAX_SANITIZE=ON \
-    -DPARALLAX_BUILD_BENCHMARKS=OFF
-  echo "== build"
-  cmake --build build-asan -j"$jobs"
-  echo "== test"
-  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs"
-  echo "== sanitizer tests passed"
+  sanitized_build_and_test build-asan ASan+UBSan -DPARALLAX_SANITIZE=ON
   exit 0
 fi
 

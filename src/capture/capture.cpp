@@ -52,8 +52,6 @@ std::string input_value_name(const KeyPath& path, const std::vector<std::string>
   return name.empty() ? "input" : name;
 }
 
-std::string path_text(const KeyPath& path) { return path.entries.empty() ? "<root>" : path.str(); }
-
 std::string joined(const std::vector<std::string>& parts, const char* separator) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? separator : "") + parts[i];
@@ -159,7 +157,7 @@ void record_mutations(TraceState& trace, std::vector<Tensor>& graph_outputs) {
     SubclassState after = subclass_of(tracked.twin).flatten();
     const SubclassState& before = tracked.before;
     std::string where = tracked.owner.kind == InputDescriptor::Kind::UserInput
-                            ? "input " + path_text(tracked.owner.path)
+                            ? "input " + tracked.owner.path.str_or_root()
                             : "parameter " + tracked.owner.fqns.at(0);
     bool same_attributes = after.inner.size() == before.inner.size();
     for (size_t i = 0; same_attributes && i < after.inner.size(); ++i) {
@@ -270,7 +268,7 @@ OutputLeaf sort_output(TraceState& trace, const Tree& leaf, const KeyPath& path,
         continue;
       }
       if (inner.is_subclass() || !trace.tracer.owns(inner)) {
-        throw TraceError("capture: output " + path_text(path) + " is a " + rebuilt.prototype->type_name() +
+        throw TraceError("capture: output " + path.str_or_root() + " is a " + rebuilt.prototype->type_name() +
                          " whose attribute '" + attribute + "' is not a tensor computed in the graph (" +
                          inner.meta_info().str() + "); capture rebuilds subclass outputs from graph outputs only");
       }
@@ -293,7 +291,7 @@ OutputLeaf sort_output(TraceState& trace, const Tree& leaf, const KeyPath& path,
     }
     return rebuilt;
   }
-  if (value.is_proxy()) throw TraceError("capture: output " + path_text(path) + " is a proxy of another trace");
+  if (value.is_proxy()) throw TraceError("capture: output " + path.str_or_root() + " is a proxy of another trace");
   rebuilt.constant = leaf;
   return rebuilt;
 }
@@ -397,7 +395,7 @@ std::shared_ptr<CapturedGraph> trace(const TreeFunction& fn, nn::Module* module,
     if (flat.leaves[i].kind() != Tree::Kind::Tensor) continue;
     const Tensor& tensor = flat.leaves[i].as_tensor();
     if (tensor.is_proxy()) {
-      throw TraceError("capture: input " + path_text(paths[i]) + " is a traced proxy " + tensor.meta_info().str() +
+      throw TraceError("capture: input " + paths[i].str_or_root() + " is a traced proxy " + tensor.meta_info().str() +
                        " (capture inside another trace takes concrete or meta tensors)");
     }
     Tensor traced = desugar(trace, tensor, input_value_name(paths[i], options.input_names),

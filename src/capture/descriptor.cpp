@@ -12,9 +12,6 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// The root path prints as "" elsewhere; in a descriptor it reads better as "<root>".
-std::string path_text(const KeyPath& path) { return path.entries.empty() ? "<root>" : path.str(); }
-
 // How a subclass input's owner prints inside SubclassInner(...) and AttrMutation(...).
 std::string owner_text(InputDescriptor::Kind owner, const std::vector<std::string>& fqns, const KeyPath& path) {
   switch (owner) {
@@ -23,7 +20,7 @@ std::string owner_text(InputDescriptor::Kind owner, const std::vector<std::strin
     case InputDescriptor::Kind::Buffer:
       return "Buffer(" + joined(fqns) + ")";
     default:
-      return path_text(path);
+      return path.str_or_root();
   }
 }
 
@@ -71,9 +68,9 @@ std::string InputDescriptor::str() const {
     case Kind::Buffer:
       return "Buffer(" + joined(fqns) + ")";
     case Kind::UserInput:
-      return "UserInput(" + path_text(path) + ")";
+      return "UserInput(" + path.str_or_root() + ")";
     case Kind::Tangent:
-      return "Tangent(" + path_text(path) + ")";
+      return "Tangent(" + path.str_or_root() + ")";
     case Kind::SubclassInner:
       return "SubclassInner(" + owner_text(owner, fqns, path) + ", " + attribute + ")";
   }
@@ -113,7 +110,7 @@ OutputDescriptor OutputDescriptor::attr_mutation(InputDescriptor owner, std::str
 std::string OutputDescriptor::str() const {
   switch (kind) {
     case Kind::UserOutput:
-      return "UserOutput(" + path_text(path) + (attribute.empty() ? "" : ", " + attribute) + ")";
+      return "UserOutput(" + path.str_or_root() + (attribute.empty() ? "" : ", " + attribute) + ")";
     case Kind::AttrMutation: {
       const InputDescriptor& owner = of.at(0);
       return "AttrMutation(" + owner_text(owner.kind, owner.fqns, owner.path) + ", " + attribute + ")";

@@ -19,8 +19,6 @@ namespace px::io {
 
 namespace {
 
-std::string errno_text(int error) { return std::generic_category().message(error); }
-
 // Reads until `count` bytes are in or the file ends; returns how many came, or -errno.
 int64_t pread_fully(int fd, std::byte* out, int64_t file_offset, int64_t count) {
   // Linux transfers at most about 2 GiB per call; asking for less keeps every call whole.
@@ -55,7 +53,7 @@ class FdGuard {
 std::vector<std::byte> read_prefix(int fd, int64_t count, int64_t file_size, const std::string& path) {
   std::vector<std::byte> bytes(static_cast<size_t>(count));
   const int64_t got = pread_fully(fd, bytes.data(), 0, count);
-  if (got < 0) throw ValueError(path + ": cannot read the header: " + errno_text(static_cast<int>(-got)));
+  if (got < 0) throw ValueError(path + ": cannot read the header: " + detail::errno_text(static_cast<int>(-got)));
   if (got < count) {
     throw ValueError(path + ": the file ended at byte " + std::to_string(got) + " while its header was read (it was " +
                      std::to_string(file_size) + " bytes when opened: truncated meanwhile?)");
@@ -128,10 +126,10 @@ SafetensorsFile::~SafetensorsFile() {
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0) throw ValueError(path + ": cannot open: " + errno_text(errno));
+  if (descriptor < 0) throw ValueError(path + ": cannot open: " + detail::errno_text(errno));
   FdGuard owned(descriptor);
   struct stat status {};
-  if (::fstat(descriptor, &status) != 0) throw ValueError(path + ": cannot stat: " + errno_text(errno));
+  if (::fstat(descriptor, &status) != 0) throw ValueError(path + ": cannot stat: " + detail::errno_text(errno));
   if (!S_ISREG(status.st_mode)) throw ValueError(path + ": not a regular file");
   const int64_t file_size = status.st_size;
   std::vector<std::byte> prefix = read_prefix(descriptor, std::min<int64_t>(8, file_size), file_size, path);
@@ -215,7 +213,7 @@ void SafetensorsFile::read_bytes(std::byte* out, int64_t file_offset, int64_t co
   const std::string range = "bytes [" + std::to_string(file_offset) + ", " + std::to_string(file_offset + count) + ")";
   if (got < 0) {
     throw ValueError(path_ + ": tensor '" + tensor.name + "': cannot read " + range +
-                     " of the file: " + errno_text(static_cast<int>(-got)));
+                     " of the file: " + detail::errno_text(static_cast<int>(-got)));
   }
   throw ValueError(path_ + ": tensor '" + tensor.name + "': the file ends at byte " +
                    std::to_string(file_offset + got) + ", inside the tensor's " + range +

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 #include "io/safetensors_detail.h"
 #include "parallax/core/edit_distance.h"
@@ -21,6 +22,8 @@ constexpr SafetensorsDType kDTypes[] = {
 };
 
 }  // namespace
+
+std::string errno_text(int error) { return std::generic_category().message(error); }
 
 const SafetensorsDType* find_safetensors_dtype(std::string_view name) {
   for (const SafetensorsDType& dtype : kDTypes) {

@@ -37,6 +37,9 @@ std::string_view safetensors_dtype_name(DType dtype);
 // the file's size; ValueError naming `where` otherwise (or when the file is under 8 bytes).
 int64_t safetensors_header_length(std::span<const std::byte> file_prefix, int64_t file_size, const std::string& where);
 
+// The system's text for an errno value, for messages about a file.
+std::string errno_text(int error);
+
 // "[4, 8]", the way error messages print shapes and offsets.
 std::string list_text(const std::vector<int64_t>& values);
 

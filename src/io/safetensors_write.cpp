@@ -23,8 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string errno_text(int error) { return std::generic_category().message(error); }
-
 // A file being written in place of `target`; removed unless commit() renames it into place.
 class TemporaryFile {
  public:
@@ -67,7 +65,7 @@ class TemporaryFile {
   static constexpr int64_t kBufferBytes = int64_t{1} << 20;
 
   [[noreturn]] void fail(const std::string& what, int error) const {
-    throw ValueError(target_ + ": " + what + ": " + errno_text(error));
+    throw ValueError(target_ + ": " + what + ": " + detail::errno_text(error));
   }
 
   void flush() {

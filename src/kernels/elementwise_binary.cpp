@@ -4,7 +4,11 @@
 // clone rounds twice, and results would differ in the last bit between
 // machines. First, so it covers every function this file instantiates, headers
 // included.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 #include "kernels/elementwise_loops.h"
 #include "parallax/kernels/elementwise.h"
 

@@ -5,7 +5,11 @@
 // machines. The float32 math asks for its fused multiply-adds explicitly
 // (math::fma_), which round alike everywhere. First, so it covers every
 // function this file instantiates, headers included.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 #include <cmath>
 
 #include "kernels/elementwise_loops.h"

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 
+#include "core/json_reader.h"
 #include "parallax/core/error.h"
 #include "parallax/nn/zoo.h"
 
@@ -88,16 +90,18 @@ const std::set<std::string>& generic_fields() {
   return fields;
 }
 
-// Reads one config object; errors name `where` (the file) and the field.
+// Reads one config object; errors are ParseErrors naming the file, the line and column, and the
+// field's JSON path ("config.json: rope_scaling.factor: must be a positive number, got 0").
 class HfReader {
  public:
-  HfReader(const json& object, std::string where) : object_(object), where_(std::move(where)) {}
+  HfReader(JsonValue object, std::string where) : object_(std::move(object)), where_(std::move(where)) {}
 
-  bool has(const std::string& field) const { return object_.contains(field) && !object_.at(field).is_null(); }
-  const json& at(const std::string& field) const { return object_.at(field); }
+  bool has(const std::string& field) const { return object_.has(field) && !object_.at(field).raw().is_null(); }
+  const json& at(const std::string& field) const { return object_.at(field).raw(); }
+  JsonValue value(const std::string& field) const { return object_.at(field); }
 
   int64_t positive_int(const std::string& field) const {
-    if (!has(field)) fail(field, "required, a positive integer");
+    if (!has(field)) object_.fail("missing \"" + field + "\", a positive integer");
     const json& v = at(field);
     if (!v.is_number_integer() || v.get<int64_t>() < 1) fail(field, "must be a positive integer, got " + v.dump());
     return v.get<int64_t>();
@@ -105,15 +109,16 @@ class HfReader {
   int64_t positive_int(const std::string& field, int64_t fallback) const {
     return has(field) ? positive_int(field) : fallback;
   }
-  double positive_number(const json& object, const std::string& field, const std::string& path) const {
-    if (!object.contains(field) || !object.at(field).is_number() || !(object.at(field).get<double>() > 0)) {
-      fail(path + field,
-           "must be a positive number, got " + (object.contains(field) ? object.at(field).dump() : "none"));
-    }
-    return object.at(field).get<double>();
+  // Member `field` of `object` (this config or one of its objects), which must be a positive number.
+  static double positive_number(const JsonValue& object, const std::string& field) {
+    if (!object.has(field)) object.fail("missing \"" + field + "\", a positive number");
+    const JsonValue v = object.at(field);
+    if (!v.raw().is_number() || !(v.raw().get<double>() > 0))
+      v.fail("must be a positive number, got " + v.raw().dump());
+    return v.raw().get<double>();
   }
   double positive_number(const std::string& field, double fallback) const {
-    return has(field) ? positive_number(object_, field, "") : fallback;
+    return has(field) ? positive_number(object_, field) : fallback;
   }
   bool boolean(const std::string& field, bool fallback) const {
     if (!has(field)) return fallback;
@@ -149,19 +154,18 @@ class HfReader {
   }
   // Refuses a field that is in neither `known` nor the generic list.
   void only(const std::set<std::string>& known, const std::string& architecture) const {
-    for (const auto& [key, value] : object_.items()) {
+    for (const auto& [key, value] : object_.members()) {
       if (known.contains(key) || generic_fields().contains(key)) continue;
-      throw ValueError(where_ + ": unknown field \"" + key + "\" for " + architecture +
-                       " (Parallax does not know whether it changes the model, so it does not guess)");
+      value.fail("unknown field for " + architecture +
+                 " (Parallax does not know whether it changes the model, so it does not guess)");
     }
   }
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw ValueError(where_ + ": field \"" + field + "\" " + what);
-  }
+  // A ParseError at `field` (at the config when it has none).
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const { object_.fail_at(field, what); }
   const std::string& where() const { return where_; }
 
  private:
-  const json& object_;
+  JsonValue object_;
   std::string where_;
 };
 
@@ -241,27 +245,27 @@ void read_rope(const HfReader& read, LlamaConfig& llama) {
   llama.rope_theta = read.positive_number("rope_theta", 10000.0);
   for (const char* field : {"rope_scaling", "rope_parameters"}) {
     if (!read.has(field)) continue;
-    const json& rope = read.at(field);
-    const std::string path = std::string(field) + ".";
-    if (!rope.is_object()) read.fail(field, "must be an object or null, got " + rope.dump());
-    if (rope.contains("rope_theta")) llama.rope_theta = read.positive_number(rope, "rope_theta", path);
-    const std::string key = rope.contains("rope_type") ? "rope_type" : "type";
-    const std::string type = rope.contains(key) && rope.at(key).is_string() ? rope.at(key).get<std::string>() : "";
+    const JsonValue rope = read.value(field);
+    if (!rope.raw().is_object()) rope.fail("must be an object or null, got " + rope.raw().dump());
+    if (rope.has("rope_theta")) llama.rope_theta = HfReader::positive_number(rope, "rope_theta");
+    const std::string key = rope.has("rope_type") ? "rope_type" : "type";
+    const std::string type =
+        rope.has(key) && rope.at(key).raw().is_string() ? rope.at(key).raw().get<std::string>() : "";
     if (type == "default") continue;
     if (type != "llama3") {
-      read.fail(path + key, "is " + (rope.contains(key) ? rope.at(key).dump() : "missing") +
-                                "; Parallax builds rope without scaling (\"default\") or Llama 3's (\"llama3\")");
+      rope.fail_at(key, "is " + (rope.has(key) ? rope.at(key).raw().dump() : "missing") +
+                            "; Parallax builds rope without scaling (\"default\") or Llama 3's (\"llama3\")");
     }
-    llama.rope_scaling.factor = read.positive_number(rope, "factor", path);
-    llama.rope_scaling.low_freq_factor = read.positive_number(rope, "low_freq_factor", path);
-    llama.rope_scaling.high_freq_factor = read.positive_number(rope, "high_freq_factor", path);
-    const double context = read.positive_number(rope, "original_max_position_embeddings", path);
+    llama.rope_scaling.factor = HfReader::positive_number(rope, "factor");
+    llama.rope_scaling.low_freq_factor = HfReader::positive_number(rope, "low_freq_factor");
+    llama.rope_scaling.high_freq_factor = HfReader::positive_number(rope, "high_freq_factor");
+    const double context = HfReader::positive_number(rope, "original_max_position_embeddings");
     if (context != std::floor(context)) {
-      read.fail(path + "original_max_position_embeddings", "must be an integer, got " + std::to_string(context));
+      rope.fail_at("original_max_position_embeddings", "must be an integer, got " + std::to_string(context));
     }
     llama.rope_scaling.original_max_seq = static_cast<int64_t>(context);
     if (!(llama.rope_scaling.high_freq_factor > llama.rope_scaling.low_freq_factor)) {
-      read.fail(path + "high_freq_factor", "must exceed low_freq_factor");
+      rope.fail_at("high_freq_factor", "must exceed low_freq_factor");
     }
   }
 }
@@ -324,12 +328,11 @@ ModelSpec llama_from(const HfReader& read, const std::string& architecture) {
   if (qwen2) {
     read.require("use_sliding_window", false, "full causal attention in every layer");
     if (read.has("layer_types")) {
-      const json& types = read.at("layer_types");
-      if (!types.is_array()) read.fail("layer_types", "must be a list, got " + types.dump());
-      for (size_t i = 0; i < types.size(); ++i) {
-        if (types[i] != "full_attention") {
-          read.fail("layer_types", "has " + types[i].dump() + " at layer " + std::to_string(i) +
-                                       "; Parallax builds \"full_attention\" in every layer");
+      const JsonValue types = read.value("layer_types");
+      if (!types.raw().is_array()) types.fail("must be a list, got " + types.raw().dump());
+      for (const JsonValue& type : types.elements()) {
+        if (type.raw() != "full_attention") {
+          type.fail("is " + type.raw().dump() + "; Parallax builds \"full_attention\" in every layer");
         }
       }
     }
@@ -348,13 +351,13 @@ std::string architecture_of(const HfReader& read) {
     }
     return list[0].get<std::string>();
   }
+  if (!read.has("model_type")) read.fail("architectures", "missing \"architectures\" (and \"model_type\")");
   const std::string type = read.string("model_type", "");
   if (type == "gpt2") return "GPT2LMHeadModel";
   if (type == "llama") return "LlamaForCausalLM";
   if (type == "mistral") return "MistralForCausalLM";
   if (type == "qwen2") return "Qwen2ForCausalLM";
-  read.fail(type.empty() ? "architectures" : "model_type",
-            type.empty() ? "is missing (and so is model_type)" : "is \"" + type + "\", which Parallax does not build");
+  read.fail("model_type", "is \"" + type + "\", which Parallax does not build");
 }
 
 }  // namespace
@@ -364,14 +367,9 @@ std::vector<std::string> hf_architectures() {
 }
 
 ModelSpec model_from_hf_config(const std::string& json_text, const std::string& where) {
-  json object;
-  try {
-    object = json::parse(json_text);
-  } catch (const json::parse_error& error) {
-    throw ValueError(where + ": not valid JSON: " + error.what());
-  }
-  if (!object.is_object()) throw ValueError(where + ": expected a JSON object, got " + object.dump());
-  const HfReader read(object, where);
+  const JsonReader reader(json_text, where, "");
+  if (!reader.root().raw().is_object()) reader.root().fail("expected a JSON object, got " + reader.root().raw().dump());
+  const HfReader read(reader.root(), where);
   const std::string architecture = architecture_of(read);
   ModelSpec spec;
   if (architecture == "GPT2LMHeadModel") {

@@ -1,5 +1,6 @@
 #include "parallax/nn/layers.h"
 
+#include "nn/size_checks.h"
 #include "parallax/core/error.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/linalg.h"
@@ -12,11 +13,7 @@ namespace {
 // GPT-2's and LLaMA's reference initialization of projection and embedding weights.
 constexpr double kWeightStddev = 0.02;
 
-void require_positive(const char* layer, const char* what, int64_t value) {
-  if (value <= 0) {
-    throw ValueError(std::string(layer) + ": " + what + " must be positive, got " + std::to_string(value));
-  }
-}
+using detail::require_positive;
 
 }  // namespace
 

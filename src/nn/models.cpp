@@ -1,5 +1,6 @@
 #include "parallax/nn/models.h"
 
+#include "nn/size_checks.h"
 #include "parallax/core/error.h"
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/factory.h"
@@ -22,11 +23,7 @@ void check_tokens(const char* model, const Tensor& tokens, int64_t max_seq) {
   }
 }
 
-void require_positive(const char* model, const char* what, int64_t value) {
-  if (value <= 0) {
-    throw ValueError(std::string(model) + ": " + what + " must be positive, got " + std::to_string(value));
-  }
-}
+using detail::require_positive;
 
 }  // namespace
 

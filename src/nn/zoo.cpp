@@ -3,11 +3,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <utility>
 
+#include "core/json_reader.h"
 #include "parallax/core/error.h"
 #include "parallax/ops/nn.h"
 
@@ -41,28 +41,27 @@ std::string joined_names() {
   return out;
 }
 
-// Reads the JSON fields of one config, naming `where` and the field on a bad value.
+// Reads the JSON fields of one config; errors are ParseErrors at the field (line, column, name).
 class ConfigReader {
  public:
-  ConfigReader(const nlohmann::json& object, std::string where) : object_(object), where_(std::move(where)) {}
+  explicit ConfigReader(JsonValue object) : object_(std::move(object)) {}
 
   void positive(const char* field, int64_t& value) const {
-    if (!object_.contains(field)) return;
-    const nlohmann::json& v = object_.at(field);
-    if (!v.is_number_integer() || v.get<int64_t>() < 1) fail(field, "a positive integer", v);
-    value = v.get<int64_t>();
+    if (!object_.has(field)) return;
+    const JsonValue v = object_.at(field);
+    if (!v.raw().is_number_integer() || v.raw().get<int64_t>() < 1) fail(v, "a positive integer");
+    value = v.raw().get<int64_t>();
   }
   void positive(const char* field, double& value) const {
-    if (!object_.contains(field)) return;
-    const nlohmann::json& v = object_.at(field);
-    if (!v.is_number() || !(v.get<double>() > 0)) fail(field, "a positive number", v);
-    value = v.get<double>();
+    if (!object_.has(field)) return;
+    const JsonValue v = object_.at(field);
+    if (!v.raw().is_number() || !(v.raw().get<double>() > 0)) fail(v, "a positive number");
+    value = v.raw().get<double>();
   }
   void dtype(DType& value) const {
-    if (!object_.contains("dtype")) return;
-    const nlohmann::json& v = object_.at("dtype");
-    if (!v.is_string()) fail("dtype", "a dtype name", v);
-    const std::string name = v.get<std::string>();
+    if (!object_.has("dtype")) return;
+    const JsonValue v = object_.at("dtype");
+    const std::string name = v.raw().is_string() ? v.raw().get<std::string>() : "";
     if (name == "f32" || name == "float32") {
       value = DType::Float32;
     } else if (name == "f64" || name == "float64") {
@@ -70,28 +69,27 @@ class ConfigReader {
     } else if (name == "bf16" || name == "bfloat16") {
       value = DType::BFloat16;
     } else {
-      fail("dtype", "float32, float64 or bfloat16 (f32, f64, bf16)", v);
+      fail(v, "float32, float64 or bfloat16 (f32, f64, bf16)");
     }
   }
   // Fails on a field the kind does not have: a typo would otherwise be ignored silently.
   void only(std::initializer_list<const char*> allowed) const {
-    for (const auto& [key, value] : object_.items()) {
+    for (const auto& [key, value] : object_.members()) {
       bool known = key == "kind" || key == "base" || key == "dtype";
       for (const char* name : allowed) known = known || key == name;
       if (!known) {
         std::string fields;
         for (const char* name : allowed) fields += std::string(fields.empty() ? "" : ", ") + name;
-        throw ValueError(where_ + ": unknown field \"" + key + "\" (this kind has kind, base, dtype, " + fields + ")");
+        value.fail("unknown field (this kind has kind, base, dtype, " + fields + ")");
       }
     }
   }
 
  private:
-  [[noreturn]] void fail(const char* field, const char* expected, const nlohmann::json& got) const {
-    throw ValueError(where_ + ": field \"" + field + "\" must be " + expected + ", got " + got.dump());
+  [[noreturn]] static void fail(const JsonValue& value, const char* expected) {
+    value.fail(std::string("must be ") + expected + ", got " + value.raw().dump());
   }
-  const nlohmann::json& object_;
-  std::string where_;
+  JsonValue object_;
 };
 
 }  // namespace
@@ -158,24 +156,23 @@ ModelSpec zoo_model(std::string_view name) {
 }
 
 ModelSpec model_from_json(const std::string& json_text, const std::string& where) {
-  nlohmann::json object;
-  try {
-    object = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& error) {
-    throw ValueError(where + ": not valid JSON: " + error.what());
-  }
-  if (!object.is_object()) throw ValueError(where + ": expected a JSON object, got " + object.dump());
-  const ConfigReader read(object, where);
+  const JsonReader reader(json_text, where, "");
+  const JsonValue object = reader.root();
+  if (!object.raw().is_object()) object.fail("expected a JSON object, got " + object.raw().dump());
+  const ConfigReader read(object);
 
   ModelSpec spec;
-  if (object.contains("base")) {
-    if (!object.at("base").is_string()) throw ValueError(where + ": field \"base\" must be a zoo model name");
-    spec = zoo_model(object.at("base").get<std::string>());
+  if (object.has("base")) {
+    const JsonValue base = object.at("base");
+    std::optional<ModelSpec> named =
+        base.raw().is_string() ? make_zoo_model(base.raw().get<std::string>()) : std::nullopt;
+    if (!named) base.fail("must name a zoo model (" + joined_names() + "), got " + base.raw().dump());
+    spec = *named;
   } else {
-    if (!object.contains("kind") || !object.at("kind").is_string()) {
-      throw ValueError(where + ": needs \"kind\" (\"mlp\", \"gpt\" or \"llama\") or \"base\" (a zoo model name)");
+    if (!object.has("kind") || !object.at("kind").raw().is_string()) {
+      object.fail_at("kind", "needs \"kind\" (\"mlp\", \"gpt\" or \"llama\") or \"base\" (a zoo model name)");
     }
-    const std::string kind = object.at("kind").get<std::string>();
+    const std::string kind = object.text("kind");
     if (kind == "mlp") {
       spec = zoo_model("mlp");
     } else if (kind == "gpt") {
@@ -183,12 +180,12 @@ ModelSpec model_from_json(const std::string& json_text, const std::string& where
     } else if (kind == "llama") {
       spec = zoo_model("llama-mini");
     } else {
-      throw ValueError(where + ": unknown kind \"" + kind + "\" (mlp, gpt or llama)");
+      object.fail_at("kind", "unknown kind \"" + kind + "\" (mlp, gpt or llama)");
     }
   }
-  if (object.contains("kind") && object.at("kind") != kind_name(spec.kind)) {
-    throw ValueError(where + ": kind " + object.at("kind").dump() + " does not match base " + object.at("base").dump() +
-                     " (a " + kind_name(spec.kind) + ")");
+  if (object.has("kind") && object.at("kind").raw() != kind_name(spec.kind)) {
+    object.fail_at("kind", object.at("kind").raw().dump() + " does not match base " + object.at("base").raw().dump() +
+                               " (a " + kind_name(spec.kind) + ")");
   }
   spec.name = where;
   switch (spec.kind) {
@@ -208,8 +205,8 @@ ModelSpec model_from_json(const std::string& json_text, const std::string& where
       read.positive("n_heads", spec.gpt.n_heads);
       read.dtype(spec.gpt.dtype);
       if (spec.gpt.dim % spec.gpt.n_heads != 0) {
-        throw ValueError(where + ": dim " + std::to_string(spec.gpt.dim) + " is not a multiple of n_heads " +
-                         std::to_string(spec.gpt.n_heads));
+        object.fail_at("n_heads", "dim " + std::to_string(spec.gpt.dim) + " is not a multiple of n_heads " +
+                                      std::to_string(spec.gpt.n_heads));
       }
       break;
     case ModelSpec::Kind::Llama:
@@ -226,10 +223,10 @@ ModelSpec model_from_json(const std::string& json_text, const std::string& where
       read.positive("rope_theta", spec.llama.rope_theta);
       read.dtype(spec.llama.dtype);
       if (spec.llama.dim % spec.llama.n_heads != 0 || spec.llama.n_heads % spec.llama.n_kv_heads != 0) {
-        throw ValueError(where + ": dim " + std::to_string(spec.llama.dim) + ", n_heads " +
-                         std::to_string(spec.llama.n_heads) + " and n_kv_heads " +
-                         std::to_string(spec.llama.n_kv_heads) +
-                         " do not divide (dim % n_heads and n_heads % n_kv_heads must be 0)");
+        object.fail_at("n_heads", "dim " + std::to_string(spec.llama.dim) + ", n_heads " +
+                                      std::to_string(spec.llama.n_heads) + " and n_kv_heads " +
+                                      std::to_string(spec.llama.n_kv_heads) +
+                                      " do not divide (dim % n_heads and n_heads % n_kv_heads must be 0)");
       }
       break;
   }

@@ -45,7 +45,6 @@
 namespace px::plan {
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr BlockLimits kRepairBlock{32, 64};  // a repair move's block
 constexpr size_t kRepairCandidates = 4;      // blocks tried per repair move
 constexpr BlockLimits kPolishBlock{64, 64};  // a feasible descent block

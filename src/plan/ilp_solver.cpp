@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -34,8 +35,6 @@
 
 namespace px::plan {
 namespace {
-
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 bool is_additive(const double* matrix, int32_t rows, int32_t columns) {
   for (int32_t a = 1; a < rows; ++a) {
@@ -481,8 +480,12 @@ IlpOutcome solve_ilp_model(const Model& model, const IlpOptions& options) {
     return outcome;
   }
   // Declared before the model, so that the model is deleted while CBC is still held.
+  // The wait is given as a system_clock deadline: for a steady_clock one, libstdc++ calls
+  // pthread_mutex_clocklock, which g++ 12's ThreadSanitizer does not intercept (it then reports
+  // every unlock as an unlock of an unlocked mutex).
   std::unique_lock<std::timed_mutex> cbc_lock(cbc_mutex(), std::defer_lock);
-  if (!cbc_lock.try_lock_until(options.deadline)) return outcome;
+  const auto wait = std::chrono::duration_cast<std::chrono::system_clock::duration>(options.deadline - Clock::now());
+  if (!cbc_lock.try_lock_until(std::chrono::system_clock::now() + wait)) return outcome;
   const auto cbc = solve_with_cbc(model, program, options);
   outcome.columns = static_cast<int64_t>(program.objective.size());
   outcome.rows = program.rows;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_locate.h"
+#include "core/json_reader.h"
 #include "parallax/core/error.h"
 #include "parallax/plan/constraints.h"
 #include "plan/file_io.h"
@@ -220,11 +221,11 @@ ImportedPlacements parse_imported_placements(std::string_view json_text, std::st
                                              std::string_view default_label) {
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& error) {
-    const TextPosition position = text_position(json_text, std::min(error.byte, json_text.size()));
-    throw ValueError(std::string(source) + ":" + std::to_string(position.line) + ":" + std::to_string(position.column) +
-                     ": not JSON (" + error.what() + ")");
+    json = parse_json(json_text, std::string(source));
+  } catch (const ParseError& error) {
+    // This reader's errors are ValueErrors that start "<source>:<line>:<column>: ".
+    throw ValueError(std::string(source) + ":" + std::to_string(error.line()) + ":" + std::to_string(error.column()) +
+                     ": not JSON (" + error.detail() + ")");
   }
   if (!json.is_object()) fail_at(json_text, source, {}, "expected an object with \"placements\"");
   ImportedPlacements imported;

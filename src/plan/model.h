@@ -9,11 +9,15 @@
 // loops.
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "parallax/plan/problem.h"
 
 namespace px::plan {
+
+// A cost or bound the solvers have not found yet (unlike kForbiddenCost, which is a finite price).
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 struct ModelEdge {
   int32_t u = 0;  // model node indices, u < v

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/json_reader.h"
 #include "parallax/core/error.h"
 #include "parallax/ir/printer.h"
 #include "plan/file_io.h"
@@ -53,9 +54,11 @@ uint64_t fnv1a(uint64_t hash, const std::string& text) {
   return hash;
 }
 
-std::vector<Placement> parse_placements(const std::string& text, const std::string& where) {
+// The placements written as "[S(0), R]" in a plan's string `value`.
+std::vector<Placement> parse_placements(const JsonValue& value) {
+  const std::string text = value.as_text();
   if (text.size() < 2 || text.front() != '[' || text.back() != ']') {
-    throw ValueError("plan_from_json: " + where + ": expected placements like \"[S(0), R]\", got \"" + text + "\"");
+    value.fail("expected placements like \"[S(0), R]\", got \"" + text + "\"");
   }
   std::vector<Placement> result;
   const std::string body = text.substr(1, text.size() - 2);
@@ -70,7 +73,7 @@ std::vector<Placement> parse_placements(const std::string& text, const std::stri
     try {
       result.push_back(parse_placement(item));
     } catch (const ValueError& error) {
-      error.rethrow_with_context("plan_from_json: " + where + ": ");
+      value.fail(error.message());
     }
     begin = end + 1;
   }
@@ -83,22 +86,10 @@ nlohmann::ordered_json placement_list(const std::vector<std::vector<Placement>>&
   return out;
 }
 
-std::vector<std::vector<Placement>> parse_list(const nlohmann::json& list, const std::string& where) {
-  if (!list.is_array()) throw ValueError("plan_from_json: " + where + ": expected an array of placements");
+std::vector<std::vector<Placement>> parse_list(const JsonValue& list) {
   std::vector<std::vector<Placement>> result;
-  for (size_t k = 0; k < list.size(); ++k) {
-    if (!list[k].is_string())
-      throw ValueError("plan_from_json: " + where + "[" + std::to_string(k) + "]: expected a string");
-    result.push_back(parse_placements(list[k].get<std::string>(), where + "[" + std::to_string(k) + "]"));
-  }
+  for (const JsonValue& element : list.elements()) result.push_back(parse_placements(element));
   return result;
-}
-
-const nlohmann::json& field(const nlohmann::json& object, const char* key, const std::string& where) {
-  if (!object.is_object() || !object.contains(key)) {
-    throw ValueError("plan_from_json: " + where + ": missing \"" + key + "\"");
-  }
-  return object.at(key);
 }
 
 }  // namespace
@@ -220,48 +211,49 @@ std::string plan_to_json(const JointProgram& program, const PlanProblem& plan, c
 
 namespace {
 
-ShardingPlan parse_plan(const JointProgram& program, const PlanProblem& plan, const std::string& json_text,
-                        std::optional<double> memory_budget) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& error) {
-    throw ValueError(std::string("plan_from_json: malformed JSON: ") + error.what());
+PlanFingerprint read_fingerprint(const JsonValue& saved) {
+  PlanFingerprint print;
+  print.graph = saved.text("graph");
+  print.graph_hash = saved.text("graph_hash");
+  print.inputs = saved.integer("inputs");
+  print.nodes = saved.integer("nodes");
+  for (const JsonValue& size : saved.array("mesh")) print.mesh.push_back(size.as_integer());
+  for (const JsonValue& name : saved.array("mesh_dims")) print.mesh_dims.push_back(name.as_text());
+  return print;
+}
+
+}  // namespace
+
+ShardingPlan plan_from_json(const JointProgram& program, const PlanProblem& plan, const std::string& json_text,
+                            std::optional<double> memory_budget) {
+  const JsonReader reader(json_text, "plan_from_json", "plan");
+  const JsonValue root = reader.root();
+  if (!root.raw().is_object() || !root.has("format") || root.at("format").raw() != "parallax-plan") {
+    root.fail_at("format", "not a Parallax plan (no \"format\": \"parallax-plan\")");
   }
-  if (!root.is_object() || root.value("format", "") != "parallax-plan") {
-    throw ValueError("plan_from_json: not a Parallax plan (no \"format\": \"parallax-plan\")");
+  if (root.integer("version") != 1) {
+    root.fail_at("version", "unsupported plan version " + std::to_string(root.integer("version")));
   }
-  if (root.value("version", 0) != 1) {
-    throw ValueError("plan_from_json: unsupported plan version " + root.value("version", nlohmann::json()).dump());
-  }
-  const nlohmann::json& saved = field(root, "fingerprint", "the plan");
-  PlanFingerprint theirs;
-  try {
-    theirs.graph = saved.at("graph").get<std::string>();
-    theirs.graph_hash = saved.at("graph_hash").get<std::string>();
-    theirs.inputs = saved.at("inputs").get<int64_t>();
-    theirs.nodes = saved.at("nodes").get<int64_t>();
-    theirs.mesh = saved.at("mesh").get<std::vector<int64_t>>();
-    theirs.mesh_dims = saved.at("mesh_dims").get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception& error) {
-    throw ValueError(std::string("plan_from_json: malformed fingerprint: ") + error.what());
-  }
+  const PlanFingerprint theirs = read_fingerprint(root.object("fingerprint"));
   const PlanFingerprint ours = fingerprint(program, plan);
   if (!(theirs == ours)) {
     throw ValueError("plan_from_json: the plan was made for " + theirs.str() + ", not for this problem's " +
                      ours.str());
   }
-  const nlohmann::json& inputs = field(root, "inputs", "the plan");
-  const nlohmann::json& nodes = field(root, "nodes", "the plan");
-  if (!inputs.is_array() || inputs.size() != plan.input_node.size() || !nodes.is_array() ||
-      nodes.size() != plan.op_node.size()) {
-    throw ValueError("plan_from_json: the plan's \"inputs\" and \"nodes\" must list every graph input (" +
-                     std::to_string(plan.input_node.size()) + ") and node (" + std::to_string(plan.op_node.size()) +
-                     ")");
+  const std::vector<JsonValue> inputs = root.array("inputs");
+  const std::vector<JsonValue> nodes = root.array("nodes");
+  if (inputs.size() != plan.input_node.size()) {
+    root.fail_at("inputs", "lists " + std::to_string(inputs.size()) + " inputs; the graph has " +
+                               std::to_string(plan.input_node.size()));
+  }
+  if (nodes.size() != plan.op_node.size()) {
+    root.fail_at("nodes", "lists " + std::to_string(nodes.size()) + " nodes; the graph has " +
+                              std::to_string(plan.op_node.size()));
   }
   Choice choice(plan.nodes.size(), -1);
   // The strategy of problem node p given to a member; every member must give the same one.
-  auto assign = [&](int64_t p, const NdStrategy& wanted, bool input_only, const std::string& where) {
+  auto assign = [&](int64_t p, const NdStrategy& wanted, bool input_only, const JsonValue& member,
+                    const std::string& what) {
     const PlanNode& node = plan.nodes[static_cast<size_t>(p)];
     int64_t index = -1;
     for (size_t s = 0; s < node.strategies.size() && index < 0; ++s) {
@@ -269,46 +261,30 @@ ShardingPlan parse_plan(const JointProgram& program, const PlanProblem& plan, co
       if (input_only ? candidate.outputs[0] == wanted.outputs[0] : candidate == wanted) index = static_cast<int64_t>(s);
     }
     if (index < 0) {
-      throw ValueError("plan_from_json: " + where + ": strategy " +
-                       (input_only ? placements_str(wanted.outputs[0]) : nd_strategy_str(wanted)) +
-                       " is not one of this problem's (node '" + plan.problem.nodes[static_cast<size_t>(p)].name +
-                       "')");
+      member.fail("(" + what + ") strategy " +
+                  (input_only ? placements_str(wanted.outputs[0]) : nd_strategy_str(wanted)) +
+                  " is not one of this problem's (node '" + plan.problem.nodes[static_cast<size_t>(p)].name + "')");
     }
     int64_t& slot = choice[static_cast<size_t>(p)];
     if (slot >= 0 && slot != index) {
-      throw ValueError("plan_from_json: " + where + " differs from the repeated layer it shares a decision with ('" +
-                       plan.problem.nodes[static_cast<size_t>(p)].name +
-                       "'): rebuild the problem with cluster_layers = false to load this plan");
+      member.fail("(" + what + ") differs from the repeated layer it shares a decision with ('" +
+                  plan.problem.nodes[static_cast<size_t>(p)].name +
+                  "'): rebuild the problem with cluster_layers = false to load this plan");
     }
     slot = index;
   };
   for (size_t i = 0; i < plan.input_node.size(); ++i) {
-    const std::string where = "inputs[" + std::to_string(i) + "]";
     NdStrategy wanted;
-    wanted.outputs.push_back(parse_placements(field(inputs[i], "placements", where).get<std::string>(), where));
-    assign(plan.input_node[i], wanted, true, where + " (" + program.inputs[i].str() + ")");
+    wanted.outputs.push_back(parse_placements(inputs[i].at("placements")));
+    assign(plan.input_node[i], wanted, true, inputs[i], program.inputs[i].str());
   }
   for (size_t n = 0; n < plan.op_node.size(); ++n) {
-    const std::string where = "nodes[" + std::to_string(n) + "]";
-    NdStrategy wanted{parse_list(field(nodes[n], "inputs", where), where + ".inputs"),
-                      parse_list(field(nodes[n], "outputs", where), where + ".outputs")};
-    assign(plan.op_node[n], wanted, false,
-           where + " (" + detail::graph_node_name(program.graph, static_cast<int64_t>(n)) + ")");
+    NdStrategy wanted{parse_list(nodes[n].at("inputs")), parse_list(nodes[n].at("outputs"))};
+    assign(plan.op_node[n], wanted, false, nodes[n], detail::graph_node_name(program.graph, static_cast<int64_t>(n)));
   }
-  ShardingPlan result = price_plan(plan, choice, root.value("label", std::string()), memory_budget);
+  ShardingPlan result = price_plan(plan, choice, root.has("label") ? root.text("label") : std::string(), memory_budget);
   result.solver = "loaded";
   return result;
-}
-
-}  // namespace
-
-ShardingPlan plan_from_json(const JointProgram& program, const PlanProblem& plan, const std::string& json_text,
-                            std::optional<double> memory_budget) {
-  try {
-    return parse_plan(program, plan, json_text, memory_budget);
-  } catch (const nlohmann::json::exception& error) {
-    throw ValueError(std::string("plan_from_json: malformed plan: ") + error.what());
-  }
 }
 
 void save_plan(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding,
@@ -320,7 +296,7 @@ ShardingPlan load_plan(const JointProgram& program, const PlanProblem& plan, con
                        std::optional<double> memory_budget) {
   try {
     return plan_from_json(program, plan, read_text_file(path), memory_budget);
-  } catch (const ValueError& error) {
+  } catch (const Error& error) {
     error.rethrow_with_context(path + ": ");
   }
 }

@@ -15,6 +15,7 @@
 #include "parallax/core/error.h"
 #include "parallax/plan/problem.h"
 #include "plan/file_io.h"
+#include "plan/number_format.h"
 
 namespace px::plan {
 namespace {
@@ -25,13 +26,7 @@ class Reader {
  public:
   Reader(const std::string& text, std::string source) : text_(text), source_(std::move(source)) {}
 
-  json parse() const {
-    try {
-      return json::parse(text_);
-    } catch (const json::parse_error& error) {
-      throw_invalid_json(text_, source_, error);
-    }
-  }
+  json parse() const { return parse_json(text_, source_); }
 
   [[noreturn]] void fail(const JsonPath& path, const std::string& message) const {
     const TextPosition at = text_position(text_, locate_json_path(text_, path));
@@ -202,15 +197,9 @@ void read_edges(const Reader& in, const json& edges, ShardingProblem& problem) {
   }
 }
 
-json number_json(double value) {
-  // The contest's values are integers: write them as such (2.5e9, not 2500000000.0).
-  if (value == std::trunc(value) && std::fabs(value) < 9.2e18) return json(static_cast<int64_t>(value));
-  return json(value);
-}
-
 json numbers_json(const std::vector<double>& values) {
   json out = json::array();
-  for (double v : values) out.push_back(number_json(v));
+  for (double v : values) out.push_back(number_json<json>(v));
   return out;
 }
 
@@ -281,7 +270,7 @@ std::string problem_to_json(const ShardingProblem& problem) {
   json body = {{"name", problem.name},
                {"nodes", std::move(nodes)},
                {"edges", {{"nodes", std::move(ends)}, {"costs", std::move(edge_costs)}}}};
-  if (problem.usage_limit) body["usage_limit"] = number_json(*problem.usage_limit);
+  if (problem.usage_limit) body["usage_limit"] = number_json<json>(*problem.usage_limit);
   return json{{"problem", std::move(body)}}.dump() + "\n";
 }
 

@@ -7,8 +7,6 @@
 namespace px::plan {
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
 void insert_segments(std::vector<std::vector<int32_t>>& segments, int32_t node, int32_t lo, int32_t hi, int32_t a,
                      int32_t b, int32_t item) {
   if (a <= lo && hi <= b) {

@@ -34,12 +34,6 @@ int64_t ilp_size(const Model& model) {
   return entries;
 }
 
-// Integral values as JSON integers (the contest's costs), others as doubles.
-nlohmann::ordered_json number_json(double value) {
-  if (value == std::trunc(value) && std::fabs(value) < 9.2e18) return static_cast<int64_t>(value);
-  return value;
-}
-
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 SolveResult finish(const ShardingProblem& problem, const Model& model, const std::vector<int32_t>& x,
@@ -166,14 +160,14 @@ SolveResult solve(const ShardingProblem& problem, const SolveOptions& options) {
 std::string solve_result_json(const ShardingProblem& problem, const SolveResult& result) {
   nlohmann::ordered_json out;
   out["name"] = problem.name;
-  out["cost"] = number_json(result.evaluation.cost);
+  out["cost"] = number_json<nlohmann::ordered_json>(result.evaluation.cost);
   out["feasible"] = result.evaluation.feasible;
-  out["peak_usage"] = number_json(result.evaluation.peak_usage);
-  if (problem.usage_limit) out["usage_limit"] = number_json(*problem.usage_limit);
+  out["peak_usage"] = number_json<nlohmann::ordered_json>(result.evaluation.peak_usage);
+  if (problem.usage_limit) out["usage_limit"] = number_json<nlohmann::ordered_json>(*problem.usage_limit);
   out["wall_s"] = std::round(result.wall_s * 1000) / 1000;
   out["solver"] = result.solver;
   out["optimal"] = result.optimal;
-  if (result.bound) out["bound"] = number_json(*result.bound);
+  if (result.bound) out["bound"] = number_json<nlohmann::ordered_json>(*result.bound);
   if (result.gap) out["gap"] = *result.gap;
   if (!result.evaluation.feasible) out["violation"] = result.evaluation.violation;
   return out.dump();

@@ -5,9 +5,7 @@
 #include <numeric>
 
 namespace px::plan {
-namespace {
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
-}  // namespace
+namespace {}  // namespace
 
 TreeBlockSolver::TreeBlockSolver(const Model& model)
     : model_(model),

@@ -4,9 +4,7 @@
 #include <limits>
 
 namespace px::plan {
-namespace {
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
-}  // namespace
+namespace {}  // namespace
 
 Trws::Trws(const Model& model) : model_(model) {
   const int32_t n = model.num_nodes();

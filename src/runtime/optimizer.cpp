@@ -1,6 +1,8 @@
 // sqrt without errno, so that the AdamW loop vectorizes (sqrt of a negative never happens there,
 // and IEEE sqrt is correctly rounded in every lane width: the bits do not change).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-math-errno")
+#endif
 
 #include "parallax/runtime/optimizer.h"
 

@@ -41,18 +41,21 @@ TEST(Zoo, ConfigFromJson) {
   auto error_of = [](const std::string& text) {
     try {
       nn::model_from_json(text, "cfg.json");
-    } catch (const ValueError& error) {
+    } catch (const ParseError& error) {
       return std::string(error.what());
     }
     return std::string("no error");
   };
-  EXPECT_NE(error_of("[1]").find("cfg.json: expected a JSON object"), std::string::npos);
-  EXPECT_NE(error_of("{").find("cfg.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of("[1]").find("ParseError at 1:1: cfg.json: expected a JSON object"), std::string::npos);
+  EXPECT_NE(error_of("{").find("cfg.json: invalid JSON"), std::string::npos);
   EXPECT_NE(error_of("{}").find("cfg.json: needs \"kind\""), std::string::npos);
   EXPECT_NE(error_of(R"({"kind": "rnn"})").find("unknown kind \"rnn\""), std::string::npos);
-  EXPECT_NE(error_of(R"({"kind": "gpt", "dim": -4})").find("field \"dim\" must be a positive integer, got -4"),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"kind": "gpt", "dims": 4})").find("unknown field \"dims\""), std::string::npos);
+  // The position is the offending value's: -4 starts at column 24.
+  EXPECT_NE(error_of(R"({"kind": "gpt", "dim": -4})")
+                .find("ParseError at 1:24: cfg.json: dim: must be a positive integer, got -4"),
+            std::string::npos)
+      << error_of(R"({"kind": "gpt", "dim": -4})");
+  EXPECT_NE(error_of(R"({"kind": "gpt", "dims": 4})").find("dims: unknown field"), std::string::npos);
   EXPECT_NE(error_of(R"({"kind": "llama", "n_heads": 3})").find("do not divide"), std::string::npos);
   EXPECT_NE(error_of(R"({"kind": "mlp", "dtype": "int64"})").find("float32, float64 or bfloat16"), std::string::npos);
   EXPECT_NE(error_of(R"({"kind": "gpt", "base": "llama-mini"})").find("does not match base"), std::string::npos);

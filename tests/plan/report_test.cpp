@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -155,13 +156,29 @@ TEST(Report, PlansRoundTripThroughJson) {
   EXPECT_NE(message.find("on mesh [d0=2, d1=2]"), std::string::npos) << message;
 
   // Malformed files.
-  EXPECT_THROW(plan_from_json(llama, plan, "{"), ValueError);
-  EXPECT_THROW(plan_from_json(llama, plan, "{\"format\": \"something else\"}"), ValueError);
+  // Malformed files: a ParseError at the line and column of the entry, naming its JSON path.
+  EXPECT_THROW(plan_from_json(llama, plan, "{"), ParseError);
+  message = px::testing::error_message([&] { plan_from_json(llama, plan, "{\n \"format\": \"something else\"}"); });
+  EXPECT_NE(message.find("ParseError at 2:12: plan_from_json: plan.format: not a Parallax plan"), std::string::npos)
+      << message;
   std::string broken = json;
   const std::string good = "\"placements\": \"[S(";
-  broken.replace(broken.find(good), good.size(), "\"placements\": \"[X(");
-  message = px::testing::error_message([&] { plan_from_json(llama, plan, broken); });
-  EXPECT_NE(message.find("plan_from_json: inputs["), std::string::npos) << message;
+  const size_t at = broken.find(good);
+  broken.replace(at, good.size(), "\"placements\": \"[X(");
+  try {
+    plan_from_json(llama, plan, broken);
+    ADD_FAILURE() << "a plan with an unknown placement loaded";
+  } catch (const ParseError& error) {
+    const std::string before = broken.substr(0, at);
+    const int64_t line = static_cast<int64_t>(std::count(before.begin(), before.end(), '\n')) + 1;
+    EXPECT_EQ(error.line(), line);
+    EXPECT_NE(error.detail().find("plan_from_json: plan.inputs["), std::string::npos) << error.what();
+    EXPECT_NE(error.detail().find("].placements: "), std::string::npos) << error.what();
+  }
+  std::string short_nodes = json;
+  short_nodes.replace(short_nodes.find("\"nodes\": ["), 10, "\"nodes\": [], \"unused\": [");
+  message = px::testing::error_message([&] { plan_from_json(llama, plan, short_nodes); });
+  EXPECT_NE(message.find("plan.nodes: lists 0 nodes; the graph has 198"), std::string::npos) << message;
 }
 
 TEST(Report, ExplainComparesTheChosenStrategyWithItsAlternatives) {

@@ -57,13 +57,14 @@ std::string kind_name(ModelSpec::Kind kind);  // "mlp", "gpt", "llama"
 std::vector<std::string> zoo_names();
 // ValueError listing the zoo's names for an unknown one.
 ModelSpec zoo_model(std::string_view name);
-// A config object (see above); ValueError naming `where` and the field for a malformed one.
+// A config object (see above); for a malformed one, a ParseError naming `where`, the field and its
+// line and column ("ParseError at 1:23: cfg.json: dim: must be a positive integer, got -4").
 ModelSpec model_from_json(const std::string& json_text, const std::string& where = "model config");
 // The Hugging Face architectures model_from_hf_config reads.
 std::vector<std::string> hf_architectures();
-// A Hugging Face config.json's text -> its model. ValueError naming `where` and the field for an
-// unknown architecture, an unknown field, or a field set to a value that would build a different
-// model than the config says.
+// A Hugging Face config.json's text -> its model. ParseError naming `where`, the field's JSON path
+// and its line and column for an unknown architecture, an unknown field, or a field set to a value
+// that would build a different model than the config says.
 ModelSpec model_from_hf_config(const std::string& json_text, const std::string& where = "config.json");
 // A zoo name, the path of a JSON config file, or a directory with a Hugging Face config.json.
 // ValueError when it is none of these.

@@ -76,8 +76,9 @@ PlanFingerprint fingerprint(const JointProgram& program, const PlanProblem& plan
 // "[S(0), R]".
 std::string plan_to_json(const JointProgram& program, const PlanProblem& plan, const ShardingPlan& sharding);
 // The plan in `json_text` on this problem, priced anew. ValueError naming both fingerprints when
-// it was made for another model or mesh; ValueError naming the entry for malformed text, a strategy this problem does
-// not have, or repeated layers given different strategies in a problem that clusters them.
+// it was made for another model or mesh; ParseError with the line, column and JSON path of the entry
+// ("plan.nodes[3].inputs[0]") for malformed text, a strategy this problem does not have, or repeated
+// layers given different strategies in a problem that clusters them.
 ShardingPlan plan_from_json(const JointProgram& program, const PlanProblem& plan, const std::string& json_text,
                             std::optional<double> memory_budget = std::nullopt);
 // Files (".gz": gzip-compressed).

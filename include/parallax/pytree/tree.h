@@ -118,6 +118,8 @@ struct KeyPath {
 
   KeyPath child(KeyEntry entry) const;
   std::string str() const;
+  // str(), except that the empty path reads "<root>" (in a message, "" would read as nothing).
+  std::string str_or_root() const { return entries.empty() ? "<root>" : str(); }
   friend bool operator==(const KeyPath&, const KeyPath&) = default;
 };
 

@@ -8,6 +8,7 @@
 #include "ops/defs/sharding_shape_rules.h"
 #include "parallax/ops/linalg.h"
 #include "parallax/ops/op_handles.h"
+#include "parallax/ops/shape.h"
 
 namespace px {
 
@@ -122,8 +123,6 @@ std::vector<Tensor> matmul_kernel(const std::vector<Tensor>& in, const Attrs&) {
 Tensor transpose_matrix(const Tensor& x) {
   return call1(op::transpose(), {x}, {{"dim0", int64_t{-2}}, {"dim1", int64_t{-1}}});
 }
-
-Tensor unsqueeze(const Tensor& x, int64_t dim) { return call1(op::unsqueeze(), {x}, {{"dim", dim}}); }
 
 Tensor reshape_to(const Tensor& x, const Shape& shape) {
   return x.shape() == shape ? x : call1(op::reshape(), {x}, {{"shape", shape}});
