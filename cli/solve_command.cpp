@@ -31,6 +31,8 @@ struct SolveArguments {
   std::string out;
   std::string evaluate;
   bool progress = false;
+  int threads = 0;
+  int64_t stop_after_stall = 0;
 };
 
 int run_solve(const SolveArguments& args) {
@@ -53,6 +55,8 @@ int run_solve(const SolveArguments& args) {
     options.solver = plan::parse_solver_kind(args.solver);
     options.time_limit_s = args.time_limit_s;
     options.seed = args.seed;
+    options.threads = args.threads;
+    options.stop_after_stall = args.stop_after_stall;
     if (args.progress) {
       options.on_progress = [](double elapsed_s, double best_cost) {
         std::cerr << std::fixed << std::setprecision(2) << "[" << elapsed_s << " s] best " << std::setprecision(0)
@@ -87,7 +91,17 @@ Command add_solve_command(CLI::App& app) {
   sub->add_option("--solver", args->solver, "auto, ilp (exact, COIN-OR CBC) or fast")
       ->check(CLI::IsMember({"auto", "ilp", "fast"}))
       ->capture_default_str();
-  sub->add_option("--seed", args->seed, "Random seed (same seed, same answer unless the time limit cuts it short)")
+  sub->add_option("--seed", args->seed,
+                  "Random seed (the same seed and --threads give the same answer when the search stops by itself)")
+      ->capture_default_str();
+  sub->add_option("--threads", args->threads,
+                  "Fast-solver searches side by side, one per thread (0: one per hardware thread); the answer "
+                  "depends on the seed and this count")
+      ->check(non_negative_integer())
+      ->capture_default_str();
+  sub->add_option("--stop-after-stall", args->stop_after_stall,
+                  "Stop the fast solver after N rounds without a better solution (0: search until the time limit)")
+      ->check(non_negative_integer())
       ->capture_default_str();
   sub->add_option("--out", args->out, "Write the solution here ({\"name\", \"strategies\"}; .gz compresses)");
   sub->add_option("--evaluate", args->evaluate, "Check and price this solution instead of solving");

@@ -1,20 +1,57 @@
 #!/usr/bin/env bash
-# The fast solver against the exact one (CBC) on the same sharding problems (issue 7, section 7):
-# each problem is exported by `parallax plan --export-problem` (or read from ../shared/iopddl/),
-# solved by `parallax solve --solver fast` and `--solver ilp` with the same time limit, each run
-# `runs` times; prints the median wall seconds of each, the time ratio and the objective ratio.
+# Two benchmarks of the sharding solvers.
 #
 #   bash scripts/bench-solvers.sh [runs (default 3)] [time limit s (default 120)]
+#     The fast solver against the exact one (CBC) on the same sharding problems (issue 7, section
+#     7): each problem is exported by `parallax plan --export-problem` (or read from
+#     ../shared/iopddl/), solved by `parallax solve --solver fast --stop-after-stall 50` (the fast
+#     solver as the planner runs it) and `--solver ilp` with the same time limit, each run `runs`
+#     times; prints the median wall seconds of each, the time ratio and the objective ratio.
+#
+#   bash scripts/bench-solvers.sh --contest [seeds (default 3)] [threads (default: all)]
+#     Every public IOPDDL contest instance in ../shared/iopddl/ at its contest time limit, seeds
+#     0..seeds-1, `parallax solve --solver fast` (anytime: it searches until the limit); prints the
+#     median and worst cost of the seeds against the contest's best entry, and whether every run
+#     was feasible. Takes seeds x 10 minutes.
 #
 # Needs a Release build in build/ (scripts/test.sh makes one), or in $PARALLAX_BUILD_DIR.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-runs="${1:-3}"
-limit="${2:-120}"
 build="${PARALLAX_BUILD_DIR:-build}"
 parallax="$build/parallax"
 cmake --build "$build" --target parallax_cli >/dev/null
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+if [[ "${1:-}" == "--contest" ]]; then
+  seeds="${2:-3}"
+  threads="${3:-0}"
+  # instance|time limit s|best contest entry (../shared/iopddl/README.md)
+  instances=("A|60|6548641531" "G|120|217039" "M|180|49928460991" "S|240|1534613444")
+  echo "# $(date -u '+%Y-%m-%d %H:%M') UTC, $(nproc) cores, --threads $threads, seeds 0..$((seeds - 1))"
+  printf '%s\n' "| instance | limit s | best entry | median cost | worst cost | median / best | worst / best | all feasible |" \
+    "|---|---|---|---|---|---|---|---|"
+  for entry in "${instances[@]}"; do
+    IFS='|' read -r name limit best <<<"$entry"
+    file="../shared/iopddl/asplos-2025-iopddl-$name.json.gz"
+    [[ -f "$file" ]] || { echo "bench-solvers.sh: $file is missing" >&2; exit 1; }
+    costs=()
+    feasible=yes
+    for ((seed = 0; seed < seeds; ++seed)); do
+      out="$("$parallax" solve "$file" --solver fast --time-limit "$limit" --seed "$seed" --threads "$threads")"
+      costs+=("$(field "$out" cost)")
+      [[ "$(field "$out" feasible)" == True ]] || feasible=no
+    done
+    worst="$(printf '%s\n' "${costs[@]}" | sort -g | tail -n 1)"
+    awk -v n="$name" -v l="$limit" -v b="$best" -v m="$(median "${costs[@]}")" -v w="$worst" -v f="$feasible" \
+      'BEGIN {printf "| %s | %d | %.0f | %.0f | %.0f | %.6f | %.6f | %s |\n", n, l, b, m, w, m / b, w / b, f}'
+  done
+  exit 0
+fi
+
+runs="${1:-3}"
+limit="${2:-120}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/parallax-solvers.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
@@ -42,9 +79,6 @@ if [[ -f ../shared/iopddl/asplos-2025-iopddl-G.json.gz ]]; then
   names+=("IOPDDL G (contest instance)")
 fi
 
-field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-
 printf '%s\n' "| problem | decisions | fast s | ilp s | ilp / fast time | fast / ilp cost | ilp solver |" \
   "|---|---|---|---|---|---|---|"
 for i in "${!files[@]}"; do
@@ -52,7 +86,7 @@ for i in "${!files[@]}"; do
   for solver in fast ilp; do
     times=()
     for ((r = 0; r < runs; ++r)); do
-      out="$("$parallax" solve "${files[$i]}" --solver "$solver" --time-limit "$limit")"
+      out="$("$parallax" solve "${files[$i]}" --solver "$solver" --time-limit "$limit" --stop-after-stall 50)"
       times+=("$(field "$out" wall_s)")
       cost[$solver]="$(field "$out" cost)"
       how[$solver]="$(field "$out" solver)"

@@ -26,18 +26,29 @@
 //    answer (the least infeasible one when none fits).
 // Schedule: message passing on the plain costs until decoded solutions stop improving (at most a
 // sixth of the time when the limit binds), then rounds of 30 passes at the current prices, block
-// descent, repair and feasible descent, and a price update, until the time limit or until 50
-// rounds (and twice the rounds the best took) bring nothing better. On the contest instances this
-// matches or beats the contest's best entries within their time limits (docs/benchmarks.md).
-// Deterministic for a seed: every random choice comes from one std::mt19937_64, and the amount of
-// work is fixed unless the time limit cuts it short.
+// descent, repair and feasible descent, and a price update. A stall (50 rounds, or twice the rounds
+// the best took, bringing nothing better; or prices with nothing left to adjust) ends the search
+// when the caller asks for that (FastOptions::stop_after_stall); otherwise the search restarts:
+// the prices are scaled by random factors and the costs the messages see get relative noise (a
+// level cycling through kRestartNoise), which moves the decoded solutions to other basins while
+// the repair and descent still work on the true costs, and it goes on until the deadline.
+// Several searches with different seeds can run side by side (FastOptions::threads), the best
+// of them being the answer. On the contest instances this matches or beats the contest's best
+// entries within their time limits (docs/benchmarks.md).
+// Deterministic for a seed and a thread count: every random choice of a search comes from its own
+// std::mt19937_64, searches share nothing, and the amount of work is fixed unless the time limit
+// cuts it short.
 
 #include "plan/fast_solver.h"
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <iterator>
 #include <limits>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "plan/tree_blocks.h"
 #include "plan/trws.h"
@@ -89,6 +100,11 @@ constexpr double kMinAbsoluteGap = 1e-9;
 // that is more (a slow start earns a longer wait), unless the user's time limit comes first.
 constexpr int64_t kStallRounds = 50;
 constexpr int64_t kStallPerBestRound = 2;
+// Restarts: each scales every price by a factor drawn from [1 - kPriceShake, 1 + kPriceShake] and
+// perturbs the costs the messages see by relative noise of the next level here (the levels go
+// from a nudge that keeps most of the solution to a shake that changes its basin).
+constexpr double kPriceShake = 0.5;
+constexpr double kRestartNoise[] = {0.01, 0.03, 0.1};
 
 std::vector<double> usage_excess(const Model& model, const std::vector<int32_t>& x) {
   std::vector<double> delta(model.num_steps() + 1, 0.0);
@@ -125,6 +141,8 @@ class FastSolver {
   double feasible_block_pass(BlockLimits limits);
   void record();
   FastOutcome outcome(int64_t rounds) const;
+  // The costs the messages see after a restart: `unary` with relative noise of noise_.
+  void add_noise(std::vector<double>& unary);
 
   // A point `fraction` of the way from now to the deadline.
   Clock::time_point budget(double fraction) const {
@@ -144,7 +162,17 @@ class FastSolver {
   bool best_feasible_ = false;
   double best_excess_ = kInfinity;
   std::vector<double> caps_;
+  int64_t restarts_ = 0;
+  double noise_ = 0;
 };
+
+void FastSolver::add_noise(std::vector<double>& unary) {
+  if (noise_ <= 0) return;
+  std::uniform_real_distribution<double> factor(1 - noise_, 1 + noise_);
+  for (double& cost : unary) {
+    if (!is_forbidden_cost(cost)) cost *= factor(rng_);
+  }
+}
 
 void FastSolver::block_descent(const std::vector<double>& unary, int max_sweeps, std::vector<int32_t>& x) {
   for (int sweep = 0; sweep < max_sweeps && !out_of_time(); ++sweep) {
@@ -332,7 +360,9 @@ FastOutcome FastSolver::outcome(int64_t rounds) const {
   out.x = best_x_;
   out.feasible = best_feasible_;
   out.cost = best_cost_;
+  out.max_excess = best_excess_;
   out.rounds = rounds;
+  out.restarts = restarts_;
   return out;
 }
 
@@ -341,13 +371,18 @@ FastOutcome FastSolver::run() {
   std::vector<int32_t> x = unconstrained();
   const double unconstrained_cost = model_cost(model_, x);
   consider(x);
-  if (!model_.has_limit || n == 0 || model_.num_steps() == 0) return outcome(0);
-  {
+  if (n == 0) return outcome(0);
+  bool binds = model_.has_limit && model_.num_steps() > 0;
+  if (binds) {
     const std::vector<double> excess = usage_excess(model_, x);
-    if (*std::max_element(excess.begin(), excess.end()) <= 0) return outcome(0);  // the limit does not bind
+    binds = *std::max_element(excess.begin(), excess.end()) > 0;
   }
+  // The unconstrained optimum of the messages fits: with a stall limit that is the answer; an
+  // anytime search goes on to look for better ones from perturbed costs.
+  if (!binds && options_.stop_after_stall > 0) return outcome(0);
 
   const int32_t steps = model_.num_steps();
+  const int64_t stall_rounds = options_.stop_after_stall > 0 ? options_.stop_after_stall : kStallRounds;
   std::vector<double> lambda(steps, 0.0);
   std::vector<double> prefix(steps + 1, 0.0);
   std::vector<double> unary(model_.cost.size());
@@ -356,6 +391,7 @@ FastOutcome FastSolver::run() {
   int64_t since_dual = 0;
   int64_t since_best = 0;
   int64_t last_best_round = 0;
+  int64_t period_start = 0;  // the round the current search period (the start, or a restart) began after
   double last_best = best_cost_;
   bool last_feasible = best_feasible_;
   int64_t round = 0;
@@ -369,6 +405,7 @@ FastOutcome FastSolver::run() {
         unary[offset + s] = model_.cost[offset + s] + weight * model_.usage[offset + s];
       }
     }
+    add_noise(unary);
     for (int pass = 0; pass < kTrwsPerRound && !out_of_time(); ++pass) trws_.iterate(unary, x);
     block_descent(unary, kPricedSweeps, x);
     const std::vector<double> excess = usage_excess(model_, x);
@@ -379,7 +416,7 @@ FastOutcome FastSolver::run() {
     long double capacity_price = 0;
     double norm = 0;
     for (int32_t j = 0; j < steps; ++j) {
-      capacity_price += static_cast<long double>(lambda[j]) * model_.capacity[j];
+      if (lambda[j] > 0) capacity_price += static_cast<long double>(lambda[j]) * model_.capacity[j];  // 0 * inf
       if (excess[j] > 0 || lambda[j] > 0) norm += excess[j] * excess[j];
     }
     const double dual = model_cost(model_, x) + static_cast<double>(price - capacity_price);
@@ -399,8 +436,22 @@ FastOutcome FastSolver::run() {
       theta = std::max(theta * kThetaDecay, kThetaFloor);
       since_dual = 0;
     }
-    if (norm == 0) break;  // feasible, and every priced step is exactly full: nothing to adjust
-    if (since_best > std::max(kStallRounds, kStallPerBestRound * last_best_round)) break;
+    // Stalled: nothing better for a while, or nothing for the prices to adjust (feasible, and every
+    // priced step exactly full; always so when the limit does not bind).
+    const bool stalled =
+        norm == 0 || since_best > std::max(stall_rounds, kStallPerBestRound * (last_best_round - period_start));
+    if (stalled) {
+      if (options_.stop_after_stall > 0) break;
+      std::uniform_real_distribution<double> shake(1 - kPriceShake, 1 + kPriceShake);
+      for (double& price_j : lambda) price_j *= shake(rng_);
+      noise_ = kRestartNoise[restarts_ % std::size(kRestartNoise)];
+      ++restarts_;
+      theta = kThetaStart;
+      since_best = 0;
+      since_dual = 0;
+      period_start = last_best_round = round;
+      continue;
+    }
     // Polyak's target: the best feasible cost, unless it still pays prohibitive (1e18) terms, whose
     // size says nothing about how far the prices are from right; then half again above the
     // current estimate, so that prices keep rising until something fits.
@@ -414,10 +465,55 @@ FastOutcome FastSolver::run() {
   return outcome(round);
 }
 
+// Thread i's seed: the caller's for i = 0 (one thread is the plain search), well spread otherwise.
+uint64_t search_seed(uint64_t seed, int i) { return seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull; }
+
+// Feasible before infeasible, then the lower cost (the smaller excess among infeasible ones), then
+// the lower thread index: the same answer whatever order the threads finish in.
+bool better_outcome(const FastOutcome& a, const FastOutcome& b) {
+  if (a.feasible != b.feasible) return a.feasible;
+  if (!a.feasible && a.max_excess != b.max_excess) return a.max_excess < b.max_excess;
+  return a.cost < b.cost;
+}
+
 }  // namespace
 
 FastOutcome solve_fast_model(const Model& model, const FastOptions& options) {
-  return FastSolver(model, options).run();
+  if (options.threads <= 1) return FastSolver(model, options).run();
+  std::mutex report_mutex;
+  double reported = kInfinity;
+  FastOptions shared = options;
+  shared.threads = 1;
+  shared.on_improvement = [&](double cost) {
+    const std::lock_guard<std::mutex> lock(report_mutex);
+    if (cost >= reported) return;
+    reported = cost;
+    if (options.on_improvement) options.on_improvement(cost);
+  };
+  const int threads = options.threads;
+  std::vector<FastOptions> each(threads, shared);
+  std::vector<FastOutcome> outcomes(threads);
+  std::vector<std::exception_ptr> errors(threads);
+  auto search = [&](int i) {
+    try {
+      each[i].seed = search_seed(options.seed, i);
+      outcomes[i] = FastSolver(model, each[i]).run();
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int i = 1; i < threads; ++i) workers.emplace_back(search, i);
+  search(0);
+  for (std::thread& worker : workers) worker.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < outcomes.size(); ++i) {
+    if (better_outcome(outcomes[i], outcomes[best])) best = i;
+  }
+  return outcomes[best];
 }
 
 }  // namespace px::plan

@@ -13,15 +13,25 @@ namespace px::plan {
 struct FastOptions {
   Clock::time_point deadline;
   uint64_t seed = 0;
-  // Called with the cost of each new best feasible solution (model cost, constant included).
+  // Lagrangian rounds without a better solution after which the solver stops (or twice the rounds
+  // the best took, if more). 0: it never stops for a stall; it restarts from perturbed costs and
+  // prices and goes on until the deadline.
+  int64_t stop_after_stall = 0;
+  // Independent searches run side by side, one per thread (seeds derived from `seed`); the best
+  // of them is the answer. 1 runs on the calling thread.
+  int threads = 1;
+  // Called with the cost of each new best feasible solution (model cost, constant included), from
+  // whichever search found it, never two at once, and only for costs below every earlier call's.
   std::function<void(double cost)> on_improvement;
 };
 
 struct FastOutcome {
   std::vector<int32_t> x;  // model strategies
   bool feasible = false;
-  double cost = 0;     // model cost, constant included
-  int64_t rounds = 0;  // Lagrangian rounds run
+  double cost = 0;        // model cost, constant included
+  double max_excess = 0;  // the largest usage over capacity (<= 0 when feasible)
+  int64_t rounds = 0;     // Lagrangian rounds run (the answer's search)
+  int64_t restarts = 0;   // perturbed restarts after a stall (the answer's search)
 };
 
 FastOutcome solve_fast_model(const Model& model, const FastOptions& options);

@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
 
 #include "parallax/core/error.h"
 #include "plan/fast_solver.h"
@@ -27,6 +29,7 @@ namespace px::plan {
 namespace {
 
 constexpr int64_t kAutoIlpMaxEntries = 200000;
+constexpr int64_t kWarmStartStall = 50;  // the fast solver's stall limit as CBC's warm start
 
 int64_t ilp_size(const Model& model) {
   int64_t entries = static_cast<int64_t>(model.cost.size());
@@ -50,6 +53,9 @@ FastOptions fast_options(const SolveOptions& options, Clock::time_point start, C
   FastOptions fast;
   fast.deadline = deadline;
   fast.seed = options.seed;
+  fast.stop_after_stall = options.stop_after_stall;
+  fast.threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options.on_progress) {
     fast.on_improvement = [&options, start](double cost) { options.on_progress(seconds_since(start), cost); };
   }
@@ -69,7 +75,10 @@ SolveResult solve_with_ilp(const ShardingProblem& problem, const Model& model, c
   // A short fast run first: CBC's start, and the incumbent that prunes the model.
   const auto warm_deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(
                                          0.1 * options.time_limit_s, std::max(0.02 * options.time_limit_s, 2.0))));
-  const FastOutcome warm = solve_fast_model(model, fast_options(options, start, std::min(warm_deadline, deadline)));
+  // The start stops at a stall whatever the caller asked: CBC gets the rest of the time.
+  FastOptions warm_options = fast_options(options, start, std::min(warm_deadline, deadline));
+  if (warm_options.stop_after_stall == 0) warm_options.stop_after_stall = kWarmStartStall;
+  const FastOutcome warm = solve_fast_model(model, warm_options);
   IlpOptions ilp;
   ilp.deadline = deadline;
   if (warm.feasible) {
@@ -133,6 +142,12 @@ SolveResult solve(const ShardingProblem& problem, const SolveOptions& options) {
   if (!(options.time_limit_s > 0) || !std::isfinite(options.time_limit_s)) {
     throw ValueError("solve: the time limit must be a positive number of seconds, got " +
                      format_number(options.time_limit_s));
+  }
+  if (options.threads < 0)
+    throw ValueError("solve: threads must be >= 0 (0: all), got " + std::to_string(options.threads));
+  if (options.stop_after_stall < 0) {
+    throw ValueError("solve: stop_after_stall must be >= 0 (0: never), got " +
+                     std::to_string(options.stop_after_stall));
   }
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline =

@@ -35,7 +35,8 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, SolvePrintsOneJsonObject) {
   for (const std::string solver : {"auto", "ilp", "fast"}) {
-    const CliRun run = parallax("solve '" + problem_ + "' --solver " + solver + " --time-limit 10 --seed 3");
+    const CliRun run =
+        parallax("solve '" + problem_ + "' --solver " + solver + " --time-limit 10 --seed 3 --stop-after-stall 50");
     ASSERT_EQ(run.status, 0) << run.err;
     const nlohmann::json json = nlohmann::json::parse(run.out);
     EXPECT_EQ(json["name"], "example");
@@ -47,6 +48,19 @@ TEST_F(Cli, SolvePrintsOneJsonObject) {
     EXPECT_EQ(json.contains("bound"), solver != "fast");
     EXPECT_EQ(run.out.find('\n'), run.out.size() - 1) << "one line";
   }
+}
+
+TEST_F(Cli, FastSolverThreadsAndStall) {
+  const CliRun run = parallax("solve '" + problem_ + "' --solver fast --threads 2 --stop-after-stall 50 --seed 1");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["cost"], 445);
+  // Without a stall limit the search takes its whole time limit.
+  const CliRun anytime = parallax("solve '" + problem_ + "' --solver fast --threads 1 --time-limit 1");
+  ASSERT_EQ(anytime.status, 0) << anytime.err;
+  EXPECT_EQ(nlohmann::json::parse(anytime.out)["cost"], 445);
+  EXPECT_GE(nlohmann::json::parse(anytime.out)["wall_s"].get<double>(), 1.0);
+  EXPECT_EQ(parallax("solve '" + problem_ + "' --threads -1").status, 1);
+  EXPECT_EQ(parallax("solve '" + problem_ + "' --stop-after-stall x").status, 1);
 }
 
 TEST_F(Cli, OutThenEvaluate) {
@@ -76,7 +90,7 @@ TEST_F(Cli, OutThenEvaluate) {
 TEST_F(Cli, GzipProblem) {
   const std::string gz = testing::temp_path("example.json.gz");
   write_problem(parse_problem(testing::example_json()), gz);
-  const CliRun run = parallax("solve '" + gz + "' --solver fast");
+  const CliRun run = parallax("solve '" + gz + "' --solver fast --stop-after-stall 50");
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(nlohmann::json::parse(run.out)["cost"], 445);
   std::remove(gz.c_str());
@@ -111,7 +125,8 @@ TEST_F(Cli, Help) {
   EXPECT_NE(top.out.find("solve"), std::string::npos) << top.out;
   const CliRun solve = parallax("solve --help");
   EXPECT_EQ(solve.status, 0);
-  for (const char* option : {"--time-limit", "--solver", "--seed", "--out", "--evaluate"}) {
+  for (const char* option :
+       {"--time-limit", "--solver", "--seed", "--out", "--evaluate", "--threads", "--stop-after-stall"}) {
     EXPECT_NE(solve.out.find(option), std::string::npos) << option;
   }
 }
@@ -134,7 +149,7 @@ TEST(CliPlan, ReportsThePlanAndTheBaselines) {
   EXPECT_EQ(plan["format"], "parallax-plan");
   EXPECT_EQ(plan["fingerprint"]["mesh"], nlohmann::json::array({2, 2}));
   // The exported problem is the one solved: `solve` on it finds no cheaper plan than `plan` did.
-  const CliRun solve = parallax("solve '" + problem_path + "' --solver fast");
+  const CliRun solve = parallax("solve '" + problem_path + "' --solver fast --stop-after-stall 50");
   ASSERT_EQ(solve.status, 0) << solve.err;
   const double exported_cost = nlohmann::json::parse(solve.out)["cost"].get<double>();
   EXPECT_NEAR(exported_cost, plan["cost"].get<double>(), 1e-9 * plan["cost"].get<double>());

@@ -114,20 +114,66 @@ TEST(Solve, InfeasibleLimit) {
   EXPECT_NE(run(problem, SolverKind::Ilp, 5).solver.find("infeasible"), std::string::npos);
 }
 
-TEST(Solve, FastIsDeterministicForASeed) {
+SolveResult run_fast(const ShardingProblem& problem, int threads, int64_t stop_after_stall, double time_limit_s) {
+  SolveOptions options;
+  options.solver = SolverKind::Fast;
+  options.time_limit_s = time_limit_s;
+  options.seed = 11;
+  options.threads = threads;
+  options.stop_after_stall = stop_after_stall;
+  return solve(problem, options);
+}
+
+RandomProblemSpec tight_spec() {
   RandomProblemSpec spec;
   spec.nodes = 150;
   spec.max_strategies = 6;
   spec.extra_edges = 60;
   spec.limit_fraction = 0.2;
   spec.prohibitive_fraction = 0.3;
-  const ShardingProblem problem = random_problem(5, spec);
+  return spec;
+}
+
+TEST(Solve, FastIsDeterministicForASeed) {
+  const ShardingProblem problem = random_problem(5, tight_spec());
   const SolveResult a = run(problem, SolverKind::Fast, 60, 7);
   const SolveResult b = run(problem, SolverKind::Fast, 60, 7);
   EXPECT_LT(a.wall_s, 30) << "should stop by itself, well before the time limit";
   EXPECT_EQ(a.choice, b.choice);
   EXPECT_EQ(a.evaluation.cost, b.evaluation.cost);
   EXPECT_TRUE(a.evaluation.feasible);
+}
+
+// Searches side by side: the same answer for a seed and a thread count, whichever thread finishes
+// first; thread 0 is the one-thread search, so more threads never answer worse.
+TEST(Solve, FastThreadsAreDeterministicAndNoWorse) {
+  const ShardingProblem problem = random_problem(6, tight_spec());
+  const SolveResult one = run_fast(problem, 1, 50, 60);
+  const SolveResult three = run_fast(problem, 3, 50, 60);
+  const SolveResult again = run_fast(problem, 3, 50, 60);
+  EXPECT_LT(three.wall_s, 30) << "each search should stop by itself, well before the time limit";
+  EXPECT_EQ(three.choice, again.choice);
+  EXPECT_TRUE(three.evaluation.feasible);
+  EXPECT_LE(three.evaluation.cost, one.evaluation.cost);
+}
+
+// Without a stall limit the search goes on to the time limit (restarting from perturbed costs and
+// prices); it retraces the stall-limited search first, so it never ends worse.
+TEST(Solve, FastAnytimeSearchesUntilTheLimit) {
+  const ShardingProblem problem = random_problem(8, tight_spec());
+  const SolveResult stalled = run_fast(problem, 1, 50, 60);
+  ASSERT_LT(stalled.wall_s, 1.5) << "the comparison below needs the stall-limited search to end first";
+  const SolveResult anytime = run_fast(problem, 1, 0, 2);
+  EXPECT_GE(anytime.wall_s, 2.0);
+  EXPECT_TRUE(anytime.evaluation.feasible);
+  EXPECT_LE(anytime.evaluation.cost, stalled.evaluation.cost);
+  // Without a memory limit too: the restarts perturb the costs alone.
+  ShardingProblem unlimited = problem;
+  unlimited.usage_limit.reset();
+  const SolveResult free_stalled = run_fast(unlimited, 1, 50, 60);
+  const SolveResult free_anytime = run_fast(unlimited, 2, 0, 1);
+  EXPECT_GE(free_anytime.wall_s, 1.0);
+  EXPECT_LE(free_anytime.evaluation.cost, free_stalled.evaluation.cost);
 }
 
 TEST(Solve, TimeLimitRespected) {
@@ -203,6 +249,12 @@ TEST(Solve, OptionErrors) {
   options.time_limit_s = 0;
   expect_value_error([&] { solve(problem, options); },
                      "solve: the time limit must be a positive number of seconds, got 0");
+  options.time_limit_s = 1;
+  options.threads = -1;
+  expect_value_error([&] { solve(problem, options); }, "solve: threads must be >= 0 (0: all), got -1");
+  options.threads = 1;
+  options.stop_after_stall = -2;
+  expect_value_error([&] { solve(problem, options); }, "solve: stop_after_stall must be >= 0 (0: never), got -2");
   expect_value_error([] { parse_solver_kind("cplex"); }, "unknown solver 'cplex': expected auto, ilp or fast");
   EXPECT_EQ(parse_solver_kind("fast"), SolverKind::Fast);
   EXPECT_EQ(solver_kind_name(SolverKind::Ilp), "ilp");

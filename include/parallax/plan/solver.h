@@ -30,6 +30,14 @@ struct SolveOptions {
   SolverKind solver = SolverKind::Auto;
   double time_limit_s = 60;
   uint64_t seed = 0;
+  // The fast solver stops after this many rounds without a better solution (or twice the rounds
+  // its best took, if more); 0: it never stops for a stall and searches until the time limit
+  // (`parallax solve`'s default). The planner keeps 50: its plans come in about a second.
+  int64_t stop_after_stall = 50;
+  // Fast-solver searches side by side, one per thread, with seeds derived from `seed`; 0: one per
+  // hardware thread. The answer depends on the seed and this count, so the planner keeps 1: the
+  // same plan on every machine.
+  int threads = 1;
   // Called now and then with the best cost so far (progress display); may be empty.
   std::function<void(double elapsed_s, double best_cost)> on_progress;
 };
