@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (fuzz/, Clang with ASan+UBSan, in build-fuzz/) and runs each on its
 # seed corpus (fuzz/corpus/<target>/).
 #
-#   bash scripts/fuzz.sh                    every target for 30 seconds (what CI runs)
+#   bash scripts/fuzz.sh                    every target for 30 seconds (CI runs --seconds 20)
 #   bash scripts/fuzz.sh --seconds 600      every target for 10 minutes
 #   bash scripts/fuzz.sh --runs 1000000 ir_parser
 #                                           one target for a number of executions
@@ -12,7 +12,7 @@
 # Installs missing Debian packages first (the build's, plus clang-19 and libclang-rt-19-dev).
 set -euo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 
 seconds=30
 runs=""
