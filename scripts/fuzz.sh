@@ -19,8 +19,13 @@ runs=""
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --seconds) seconds="$2"; shift 2 ;;
-    --runs) runs="$2"; shift 2 ;;
+    --seconds | --runs)
+      if [[ $# -lt 2 || ! "$2" =~ ^[1-9][0-9]*$ ]]; then
+        echo "fuzz.sh: $1 needs a positive whole number" >&2
+        exit 2
+      fi
+      if [[ "$1" == --seconds ]]; then seconds="$2"; else runs="$2"; fi
+      shift 2 ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "fuzz.sh: unknown option: $1" >&2; usage >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
