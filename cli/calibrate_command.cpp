@@ -56,15 +56,22 @@ std::vector<plan::OpSample> measure(const CalibrateArguments& args, const nn::Mo
           AutoParallel ap(
               model, [&] { return data.metas(); }, mesh, options);
           ParallelModule module = ap.apply_placement(select_plan(ap, args.ranks == 1 ? "solver" : "DP", mesh), groups);
-          std::vector<std::vector<double>> runs;
+          std::vector<std::vector<double>> runs, updates;
           for (int64_t step = 0; step < args.steps; ++step) {
             const auto [a, b] = data.at(step);
             module.train_step(a, b);
-            if (step > 0) runs.push_back(module.last_stats().node_seconds);
+            if (step > 0) {
+              runs.push_back(module.last_stats().node_seconds);
+              updates.push_back(module.last_update_seconds());
+            }
           }
           if (rank != 0) return;
           std::lock_guard<std::mutex> lock(mutex);
           samples = plan::op_samples(module.program().graph, plan::median_node_seconds(runs));
+          for (plan::OpSample& sample : plan::optimizer_update_samples(
+                   module.trained_local_metas(), plan::median_node_seconds(updates), options.plan.optimizer_states)) {
+            samples.push_back(std::move(sample));
+          }
         });
       },
       dist::LaunchOptions{dist::Backend::Threads});  // ranks side by side in this process, even under mpirun

@@ -1,3 +1,4 @@
+#include <map>
 // parallax run: plans a zoo model on a mesh and trains it for N steps on synthetic data, on the
 // threads backend (N ranks in this process) or one rank per process under mpirun; --check
 // trains the same steps on one device and fails loudly on any difference.
@@ -108,6 +109,9 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
           options.train.time_nodes = args.op_profile;
           options.train.optimizer =
               args.optimizer == "sgd" ? TrainOptions::OptimizerKind::Sgd : TrainOptions::OptimizerKind::AdamW;
+          // What the plan prices (memory and the update): AdamW's two moments; SGD without
+          // momentum has no state.
+          options.plan.optimizer_states = args.optimizer == "sgd" ? 0 : 2;
           options.train.adamw.lr = args.lr;
           options.train.sgd.lr = args.lr;
           if (args.max_grad_norm > 0) options.train.max_grad_norm = args.max_grad_norm;
@@ -126,6 +130,18 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
                      << plan::format_comparison(reports) << "\n";
             }
           }
+          if (rank == 0 && std::getenv("PX_DEBUG_OPS")) {
+            std::map<std::string, std::pair<int, double>> by_op;
+            const auto& pp = ap.problem();
+            for (size_t p = 0; p < pp.nodes.size(); ++p) {
+              std::string name = pp.problem.nodes[p].name;
+              auto sp = name.find_first_of(" (@");
+              std::string key = pp.nodes[p].kind == plan::PlanNode::Kind::Input ? "input" : name.substr(0, sp);
+              by_op[key].first += static_cast<int>(pp.nodes[p].members.size());
+              by_op[key].second += pp.nodes[p].compute_seconds[static_cast<size_t>(sharding.choice[p])];
+            }
+            for (auto& [k, v] : by_op) std::cerr << "PLANOP " << k << " " << v.first << " " << v.second * 1e3 << "\n";
+          }
           ParallelModule module = ap.apply_placement(sharding, groups);
           if (!args.dump_graphs.empty()) {
             std::filesystem::create_directories(args.dump_graphs);
@@ -140,7 +156,7 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
             }
           }
           std::vector<double> losses, seconds, executor_seconds;
-          std::vector<std::vector<double>> node_seconds;
+          std::vector<std::vector<double>> node_seconds, update_seconds;
           const int64_t first_step = module.steps_done();  // 0, or where a loaded checkpoint stopped
           for (int64_t step = first_step; step < first_step + args.steps; ++step) {
             const auto [a, b] = data.at(step);
@@ -151,7 +167,10 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
             // The first step pays for first-touch page faults and warm-up; keep it only when alone.
             if (step > first_step || args.steps == 1) {
               executor_seconds.push_back(module.last_stats().seconds);
-              if (args.op_profile) node_seconds.push_back(module.last_stats().node_seconds);
+              if (args.op_profile) {
+                node_seconds.push_back(module.last_stats().node_seconds);
+                update_seconds.push_back(module.last_update_seconds());
+              }
             }
             if (print) {
               *print << "step " << std::setw(4) << step + 1 << "  loss " << std::fixed << std::setprecision(6)
@@ -197,6 +216,11 @@ RunResult train(const RunArguments& args, const nn::ModelSpec& spec, const Batch
             result.executor_seconds = median(executor_seconds);
             if (args.op_profile) {
               result.op_samples = plan::op_samples(module.program().graph, plan::median_node_seconds(node_seconds));
+              for (plan::OpSample& sample : plan::optimizer_update_samples(module.trained_local_metas(),
+                                                                           plan::median_node_seconds(update_seconds),
+                                                                           options.plan.optimizer_states)) {
+                result.op_samples.push_back(std::move(sample));
+              }
             }
           }
         });
@@ -308,7 +332,8 @@ int run_run(const RunArguments& args) {
       if (args.op_profile) {
         *out << "\nrank 0's graph run: median " << std::setprecision(2) << result.executor_seconds * 1e3
              << " ms of the step's " << seconds * 1e3 << " ms (the rest: input slicing, the optimizer)\n"
-             << "its nodes by op, measured (median over the steps after the first) against the " << args.device
+             << "its nodes by op and its parameters' optimizer updates (optimizer_update), measured (median over "
+             << "the steps after the first) against the " << args.device
              << " profile's prediction (communication excluded):\n"
              << plan::format_op_profile(op_rows);
         int64_t collectives = 0;

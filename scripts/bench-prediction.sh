@@ -9,8 +9,9 @@
 # 2. `parallax run` trains a different model, a GPT of dim 256, 4 layers (bench/configs/
 #    gpt-dim256.json), batch 16 x 128 tokens, float32, AdamW, 6 steps, on 1 rank (solver plan) and
 #    on 2 thread ranks (solver, DP, FSDP plans), each priced under the published-peak `cpu` profile
-#    and under the calibrated one; `rounds` interleaved rounds. Prints one line per run: measured
-#    median step, the graph run within it, the plan's predicted step and predicted / measured.
+#    and under the calibrated one; `rounds` interleaved rounds, each (after the first) with a fresh
+#    calibration just before it. Prints one line per run: measured median step, the graph run
+#    within it, the plan's predicted step and predicted / measured.
 #
 #   bash scripts/bench-prediction.sh [rounds (default 3)] [out dir (default /tmp/parallax-prediction)]
 #
@@ -32,12 +33,18 @@ fi
 cmake --build "$build" --target parallax_cli -- -j2 >/dev/null
 tool="$build/parallax"
 
-"$tool" calibrate --model bench/configs/calibrate-gpt-dim128.json --model bench/configs/calibrate-gpt-dim384.json \
-  --model bench/configs/calibrate-llama-dim192.json --ranks 2 --batch 16 --seq 128 --steps 6 \
-  --out "$out/cpu-calibrated.json"
+calibrate() {
+  "$tool" calibrate --model bench/configs/calibrate-gpt-dim128.json --model bench/configs/calibrate-gpt-dim384.json \
+    --model bench/configs/calibrate-llama-dim192.json --ranks 2 --batch 16 --seq 128 --steps 6 \
+    --out "$out/cpu-calibrated.json"
+}
+calibrate
 echo
 printf '%-5s %-5s %-7s %-11s %12s %12s %13s %10s\n' round ranks plan profile "step ms" "graph ms" "predicted ms" "pred/meas"
 for round in $(seq 1 "$rounds"); do
+  # Each round after the first calibrates again: this machine's speed drifts by 10-20% over
+  # minutes (a shared VM), and a prediction can only be as close as the profile is to the moment.
+  if [[ $round -gt 1 ]]; then calibrate >/dev/null; fi
   for run in "1 solver" "2 solver" "2 DP" "2 FSDP"; do
     read -r ranks plan <<<"$run"
     for profile in cpu calibrated; do

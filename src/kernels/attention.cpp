@@ -28,6 +28,19 @@ int64_t keys_seen(const AttentionShape& s, int64_t i1) {
   return s.causal ? std::clamp<int64_t>(s.first_query + i1, 0, s.tk) : s.tk;
 }
 
+}  // namespace
+
+int64_t attention_scores(const AttentionShape& s) {
+  int64_t scores = 0;
+  for (int64_t i0 = 0; i0 < s.tq; i0 += kQueryBlock) {
+    const int64_t rows = std::min(kQueryBlock, s.tq - i0);
+    scores += rows * keys_seen(s, i0 + rows);
+  }
+  return scores;
+}
+
+namespace {
+
 // P [rows, keys] = softmax(scale · Q_blk K[:keys]ᵀ), the keys after each query's own position
 // hidden under a causal mask (every query sees at least key 0); `scores` is scratch.
 template <class T>

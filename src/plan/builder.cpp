@@ -215,6 +215,21 @@ std::vector<TensorMeta> metas_of(const ir::Graph& graph, const std::vector<ir::V
   return metas;
 }
 
+}  // namespace
+
+OpCost optimizer_update_cost(int64_t numel, DType param, DType state, int64_t states) {
+  const auto elements = static_cast<double>(numel);
+  const auto param_bytes = static_cast<double>(dtype_size(param));
+  const auto state_bytes = static_cast<double>(dtype_size(state)) * static_cast<double>(states);
+  OpCost cost;
+  cost.flops = elements * (4.0 + 5.0 * static_cast<double>(states));
+  cost.bytes_read = elements * (2 * param_bytes + state_bytes);
+  cost.bytes_written = elements * (param_bytes + state_bytes);
+  return cost;
+}
+
+namespace {
+
 // Strategies, compute seconds and per-copy bytes of every problem node.
 void fill_strategies(PlanProblem& plan, const JointProgram& program) {
   const ir::Graph& graph = program.graph;
@@ -396,6 +411,15 @@ PlanProblem build_problem(const JointProgram& program, const dist::DeviceMesh& m
         double state = static_cast<double>(dtype_size(options.optimizer_state_dtype.value_or(dtype))) /
                        static_cast<double>(dtype_size(dtype));
         factor = 2.0 + static_cast<double>(options.optimizer_states) * state;
+        const DType state_dtype = options.optimizer_state_dtype.value_or(dtype);
+        for (size_t s = 0; s < node.strategies.size(); ++s) {
+          const auto numel = static_cast<int64_t>(node.local_bytes[s]) / dtype_size(dtype);
+          node.compute_seconds[s] +=
+              priced_seconds(kOptimizerUpdateOp,
+                             optimizer_update_cost(numel, dtype, state_dtype, options.optimizer_states), false, dtype,
+                             options.device) *
+              static_cast<double>(node.members.size());
+        }
       }
       out.name = input.str();
     } else {

@@ -68,7 +68,9 @@ bool leaves_empty_shard(const Shape& shape, std::span<const Placement> placement
 std::vector<NdStrategy> input_strategies(const TensorMeta& meta, const dist::DeviceMesh& mesh);
 
 // A graph node's strategies (expand_strategies, filtered as builder.h says) with, per strategy,
-// the roofline seconds of one local call on the largest shard and the bytes of its local outputs.
+// the seconds of one local call on the largest shard (mesh coordinate 0; for ops that localize
+// their attributes, the slower of the first and the last coordinate) and the bytes of its local
+// outputs.
 struct OpEntry {
   std::vector<NdStrategy> strategies;
   std::vector<double> seconds;
@@ -78,13 +80,17 @@ struct OpEntry {
 // OpEntry cached by (op, attributes, input metas).
 class StrategyCache {
  public:
-  StrategyCache(const dist::DeviceMesh& mesh, const DeviceProfile& device) : mesh_(mesh), device_(device) {}
+  StrategyCache(const dist::DeviceMesh& mesh, const DeviceProfile& device)
+      : mesh_(mesh), device_(device), last_(mesh.shape()) {
+    for (int64_t& coordinate : last_) --coordinate;
+  }
   const OpEntry& entry(const ir::Node& node, const std::vector<TensorMeta>& inputs,
                        const std::vector<TensorMeta>& outputs);
 
  private:
   const dist::DeviceMesh& mesh_;
   const DeviceProfile& device_;
+  std::vector<int64_t> last_;  // the mesh's last coordinate
   std::map<std::string, OpEntry> cache_;
 };
 

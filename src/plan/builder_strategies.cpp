@@ -91,7 +91,15 @@ const OpEntry& StrategyCache::entry(const ir::Node& node, const std::vector<Tens
     // The first (all-Replicate) strategy always stays: nothing is sharded in it.
     if (empty && !entry.strategies.empty()) continue;
     LocalCallPlan local = plan_local_call(*node.op, inputs, node.attrs, strategy, mesh_, origin);
-    entry.seconds.push_back(op_seconds(*node.op, local.local_inputs, local.local_outputs, local.attrs, device_));
+    double seconds = op_seconds(*node.op, local.local_inputs, local.local_outputs, local.attrs, device_);
+    if (node.op->localize_attrs) {
+      // An op whose rank call depends on where its block sits (a query-split causal attention:
+      // the last rank's queries see the most keys) is priced at the slower of the two ends,
+      // since every rank waits for the slowest at the next collective.
+      const LocalCallPlan last = plan_local_call(*node.op, inputs, node.attrs, strategy, mesh_, last_);
+      seconds = std::max(seconds, op_seconds(*node.op, last.local_inputs, last.local_outputs, last.attrs, device_));
+    }
+    entry.seconds.push_back(seconds);
     double bytes = 0;
     for (size_t o = 0; o < local.local_outputs.size(); ++o) {
       if (o == 0 && node.op->traits.view) continue;  // aliases input 0

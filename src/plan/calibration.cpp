@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "parallax/core/error.h"
+#include "parallax/plan/builder.h"
 
 namespace px::plan {
 
@@ -89,6 +90,23 @@ std::vector<OpSample> op_samples(const ir::Graph& graph, std::span<const double>
     samples.push_back(OpSample{node.op->name, op_dtype(inputs, outputs), node.op->traits.matmul_like,
                                node.op->traits.collective, op_cost(*node.op, inputs, outputs, node.attrs),
                                node_seconds[i]});
+  }
+  return samples;
+}
+
+std::vector<OpSample> optimizer_update_samples(std::span<const TensorMeta> shards, std::span<const double> seconds,
+                                               int64_t states, std::optional<DType> state_dtype) {
+  if (shards.size() != seconds.size()) {
+    throw ValueError("optimizer_update_samples: " + std::to_string(shards.size()) + " parameter shards, but " +
+                     std::to_string(seconds.size()) + " times were given");
+  }
+  if (states < 0) throw ValueError("optimizer_update_samples: states must be >= 0, got " + std::to_string(states));
+  std::vector<OpSample> samples;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const DType dtype = shards[i].dtype;
+    samples.push_back(OpSample{
+        std::string(kOptimizerUpdateOp), dtype, false, false,
+        optimizer_update_cost(numel(shards[i].shape), dtype, state_dtype.value_or(dtype), states), seconds[i]});
   }
   return samples;
 }

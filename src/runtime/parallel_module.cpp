@@ -1,5 +1,6 @@
 #include "parallax/runtime/parallel_module.h"
 
+#include <chrono>
 #include <utility>
 
 #include "dtensor/redistribute_exec.h"
@@ -169,7 +170,21 @@ Tree ParallelModule::train_step(const Tree& inputs) {
       return sum.item<double>();
     });
   }
-  optimizer_->step(grads);
+  if (options_.time_nodes) {
+    // One parameter at a time (the others' gradients undefined: the optimizer skips them, their
+    // state and step counts unmoved), so each update is timed apart, as calibration needs.
+    update_seconds_.assign(grads.size(), 0.0);
+    std::vector<Tensor> one(grads.size());
+    for (size_t k = 0; k < grads.size(); ++k) {
+      one[k] = grads[k];
+      const auto started = std::chrono::steady_clock::now();
+      optimizer_->step(one);
+      update_seconds_[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      one[k] = Tensor();
+    }
+  } else {
+    optimizer_->step(grads);
+  }
   ++steps_;
   last_loss_ = outputs[static_cast<size_t>(loss_output_)].to(DType::Float64).item<double>();
 
@@ -188,6 +203,12 @@ Tree ParallelModule::train_step(const Tree& inputs) {
         gathered(outputs[g], lowered_.output_placements[g], lowered_.global_outputs[g], *groups_));
   }
   return captured_->output_tree(leaves, forward_outputs);
+}
+
+std::vector<TensorMeta> ParallelModule::trained_local_metas() const {
+  std::vector<TensorMeta> metas;
+  for (size_t input : trained_) metas.push_back(state_[input].meta_info());
+  return metas;
 }
 
 std::vector<std::string> ParallelModule::parameter_names() const {

@@ -512,24 +512,32 @@ TEST(CostFacets, AWrongExpectationIsCaught) {
   EXPECT_NE(cost_of(c).bytes_read, c.expected.bytes_read);
 }
 
-// --- cost facets believed wrong: the correct formula, skipped until the facet is fixed ---
-
-// Under a causal mask the fused kernels (kernels/attention.cpp, keys_seen) compute only the
-// scores a query sees, key j <= query i: sum over i < Tq of min(i + 1, Tk) per batch entry,
-// about half of Tq·Tk (the fused f32/f64 kernel; bfloat16 computes every score).
+// Under a causal mask the fused kernels (kernels/attention.cpp) compute, per block of 64
+// queries, the scores of every key up to the block's last query: sum over blocks of rows ·
+// min(block end, Tk) per batch entry, about half of Tq·Tk at long sequences (the fused f32/f64
+// kernel; bfloat16 computes every score).
 double causal_scores(const Shape& batch, int64_t tq, int64_t tk) {
   double seen = 0;
-  for (int64_t i = 0; i < tq; ++i) seen += static_cast<double>(std::min(i + 1, tk));
+  for (int64_t i0 = 0; i0 < tq; i0 += 64) {
+    const int64_t rows = std::min<int64_t>(64, tq - i0);
+    seen += static_cast<double>(rows * std::min(i0 + rows, tk));
+  }
   return count(batch) * seen;
 }
 
 TEST(CostFacets, CausalAttentionCountsOnlyTheScoresItComputes) {
+  EXPECT_EQ(causal_scores({1}, 128, 128), 64.0 * 64 + 64.0 * 128);
+  EXPECT_EQ(causal_scores({1}, 16, 16), 16.0 * 16);
   std::vector<CostCase> cases{
       attention(m({2, 3, 16, 8}), m({2, 3, 16, 8}), m({2, 3, 16, 4}), m({2, 3, 16, 4}), causal_scores({2, 3}, 16, 16)),
       attention(m({4, 6, 8}, kF64), m({4, 9, 8}, kF64), m({4, 9, 8}, kF64), m({4, 6, 8}, kF64),
                 causal_scores({4}, 6, 9)),
+      attention(m({2, 200, 8}), m({2, 200, 8}), m({2, 200, 4}), m({2, 200, 4}), causal_scores({2}, 200, 200)),
+      attention(m({2, 70, 8}), m({2, 100, 8}), m({2, 100, 4}), m({2, 70, 4}), causal_scores({2}, 70, 100)),
       attention_backward(m({2, 3, 16, 8}), m({2, 3, 16, 8}), m({2, 3, 16, 4}), m({2, 3, 16, 4}),
                          causal_scores({2, 3}, 16, 16)),
+      attention_backward(m({1, 2, 130, 8}), m({1, 2, 130, 8}), m({1, 2, 130, 4}), m({1, 2, 130, 4}),
+                         causal_scores({1, 2}, 130, 130)),
       // bfloat16 runs the composite path, which computes every score, masked or not.
       attention(m({2, 16, 8}, kBF16), m({2, 16, 8}, kBF16), m({2, 16, 8}, kBF16), m({2, 16, 8}, kBF16), 2.0 * 16 * 16),
   };

@@ -159,6 +159,42 @@ TEST(NnAttention, FusedBackwardMatchesTheComposedGradients) {
   }
 }
 
+// first_query: a block of queries numbered from there (what a rank holding that block of a
+// query-split causal call computes) gives the same rows, and the same gradients for them, as the
+// whole call; fused (f32, f64) and composed (bf16) alike.
+TEST(NnAttention, FirstQueryComputesThatBlockOfTheWholeCall) {
+  for (DType dtype : {DType::Float64, DType::Float32, DType::BFloat16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor q = random_tensor({2, 150, 8}, DType::Float64, 30).to(dtype);
+    Tensor k = random_tensor({2, 150, 8}, DType::Float64, 31).to(dtype);
+    Tensor v = random_tensor({2, 150, 5}, DType::Float64, 32).to(dtype);
+    Tensor g = random_tensor({2, 150, 5}, DType::Float64, 33).to(dtype);
+    const double tolerance = dtype == DType::Float64 ? 1e-12 : dtype == DType::Float32 ? 1e-5 : 0.05;
+    Tensor whole = call("scaled_dot_product_attention", {q, k, v}, {{"causal", true}})[0];
+    std::vector<Tensor> whole_grads = call("scaled_dot_product_attention_backward", {q, k, v, g}, {{"causal", true}});
+    for (int64_t first : {0, 37, 70}) {
+      const int64_t rows = 150 - first < 50 ? 150 - first : 50;
+      Tensor block_q = q.narrow(1, first, rows).contiguous();
+      Tensor block_g = g.narrow(1, first, rows).contiguous();
+      const Attrs attrs{{"causal", true}, {"first_query", int64_t{first}}};
+      Tensor block = call("scaled_dot_product_attention", {block_q, k, v}, attrs)[0];
+      EXPECT_TRUE(
+          all_close(block.to(DType::Float64), whole.narrow(1, first, rows).to(DType::Float64), tolerance, tolerance))
+          << "first " << first;
+      // The block's own gradients: dq of its rows; dk and dv its share (the other blocks add theirs).
+      std::vector<Tensor> grads = call("scaled_dot_product_attention_backward", {block_q, k, v, block_g}, attrs);
+      EXPECT_TRUE(all_close(grads[0].to(DType::Float64), whole_grads[0].narrow(1, first, rows).to(DType::Float64),
+                            tolerance, tolerance))
+          << "first " << first;
+    }
+  }
+  const std::string message = thrown_message<ValueError>([] {
+    call("scaled_dot_product_attention", {Tensor::meta({1, 2, 4}), Tensor::meta({1, 2, 4}), Tensor::meta({1, 2, 4})},
+         {{"causal", true}, {"first_query", int64_t{-1}}});
+  });
+  EXPECT_TRUE(mentions(message, {"scaled_dot_product_attention", "first_query", "-1"})) << message;
+}
+
 TEST(NnAttention, BackwardInBf16ComposesAndIsNotDifferentiable) {
   Tensor q = random_tensor({2, 6, 4}, DType::Float64, 24);
   Tensor k = random_tensor({2, 6, 4}, DType::Float64, 25);

@@ -131,6 +131,49 @@ TEST(BuilderProblem, ParameterMemoryCarriesGradientAndOptimizerState) {
   EXPECT_DOUBLE_EQ(wide.problem.nodes[p].usages[0], (2 + 2 * 2) * 1024.0);
 }
 
+TEST(BuilderProblem, ParameterNodesPriceTheOptimizerUpdateOfTheirShard) {
+  JointProgram mlp = mlp_joint(16, 8, 32, 4);
+  dist::DeviceMesh mesh({4});
+  PlanOptions options;
+  options.device = reference_cpu();
+  PlanProblem plan = build_problem(mlp, mesh, options);
+  auto p = static_cast<size_t>(plan.input_node[0]);  // fc1.weight f32 [32, 8], R, S(0), S(1)
+  const PlanNode& weight = plan.nodes[p];
+  ASSERT_EQ(weight.strategies.size(), 3u);
+  // AdamW on 256 elements: read parameter, gradient and 2 states, write parameter and states.
+  const OpCost whole = optimizer_update_cost(256, DType::Float32, DType::Float32, 2);
+  EXPECT_DOUBLE_EQ(whole.bytes_read, 256 * 16.0);
+  EXPECT_DOUBLE_EQ(whole.bytes_written, 256 * 12.0);
+  EXPECT_DOUBLE_EQ(whole.flops, 256 * 14.0);
+  const double replicated = priced_seconds(kOptimizerUpdateOp, whole, false, DType::Float32, options.device);
+  const double sharded =
+      priced_seconds(kOptimizerUpdateOp, optimizer_update_cost(64, DType::Float32, DType::Float32, 2), false,
+                     DType::Float32, options.device);
+  EXPECT_GT(replicated, sharded);  // every replica repeats the update; a shard updates a quarter
+  EXPECT_DOUBLE_EQ(weight.compute_seconds[0], replicated);
+  EXPECT_DOUBLE_EQ(weight.compute_seconds[1], sharded);
+  EXPECT_DOUBLE_EQ(weight.compute_seconds[2], sharded);
+  EXPECT_DOUBLE_EQ(plan.problem.nodes[p].costs[0], replicated);
+  // No gradient, no update: the int64 targets and the loss's tangent cost nothing.
+  int64_t without_gradient = 0;
+  for (size_t i = 0; i < mlp.inputs.size(); ++i) {
+    const PlanNode& input = plan.nodes[static_cast<size_t>(plan.input_node[i])];
+    if (input.has_gradient) continue;
+    ++without_gradient;
+    for (double seconds : input.compute_seconds) EXPECT_EQ(seconds, 0.0);
+  }
+  EXPECT_GE(without_gradient, 2);
+  // SGD without momentum reads parameter and gradient and writes the parameter only.
+  options.optimizer_states = 0;
+  PlanProblem sgd = build_problem(mlp, mesh, options);
+  EXPECT_LT(sgd.nodes[p].compute_seconds[0], replicated);
+  // A calibrated timing for the update replaces the roofline.
+  options.optimizer_states = 2;
+  options.device.op_timings[op_timing_key(kOptimizerUpdateOp, DType::Float32)] = OpTiming{1e-3, 0, 1e-6, 3, 0, 0};
+  PlanProblem calibrated = build_problem(mlp, mesh, options);
+  EXPECT_DOUBLE_EQ(calibrated.nodes[p].compute_seconds[1], 1e-3 + 64 * 28 * 1e-6);
+}
+
 TEST(BuilderProblem, GradientEdgePricesTheRedistributionToTheParameter) {
   JointProgram mlp = mlp_joint(64, 16, 32, 4);
   dist::DeviceMesh mesh({4});

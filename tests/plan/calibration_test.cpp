@@ -14,6 +14,7 @@
 #include "parallax/ops/elementwise.h"
 #include "parallax/ops/linalg.h"
 #include "parallax/ops/shape.h"
+#include "parallax/plan/builder.h"
 #include "parallax/plan/device_profile.h"
 #include "support/test_util.h"
 
@@ -157,6 +158,35 @@ TEST(OpSamples, OnePerNodeCostedOnItsMetas) {
   EXPECT_TRUE(saw_matmul);
   times.pop_back();
   EXPECT_NE(error_message([&] { op_samples(graph, times); }).find("times"), std::string::npos);
+}
+
+TEST(OptimizerUpdateSamples, OnePerShardCostedLikeThePlannerPricesIt) {
+  const std::vector<TensorMeta> shards{TensorMeta{{32, 8}, DType::Float32}, TensorMeta{{4}, DType::Float64}};
+  const std::vector<OpSample> samples = optimizer_update_samples(shards, std::vector<double>{2e-6, 1e-6}, 2);
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].op, std::string(kOptimizerUpdateOp));
+  EXPECT_EQ(samples[0].dtype, DType::Float32);
+  EXPECT_EQ(samples[0].seconds, 2e-6);
+  EXPECT_FALSE(samples[0].matmul_like);
+  EXPECT_FALSE(samples[0].collective);
+  EXPECT_EQ(samples[0].cost.bytes_read, 256 * 16.0);
+  EXPECT_EQ(samples[1].dtype, DType::Float64);
+  EXPECT_EQ(samples[1].cost.bytes_written, 4 * 24.0);
+  // Float32 states beside float64 parameters.
+  EXPECT_EQ(optimizer_update_samples(shards, std::vector<double>{2e-6, 1e-6}, 2, DType::Float32)[1].cost.bytes_written,
+            4 * 16.0);
+  // Enough of them calibrate the update like any op.
+  std::vector<OpSample> many;
+  for (int64_t n : {1000, 4000, 16000}) {
+    OpSample sample = optimizer_update_samples(std::vector<TensorMeta>{TensorMeta{{n}, DType::Float32}},
+                                               std::vector<double>{1e-6 + 1e-9 * static_cast<double>(n) * 28}, 2)[0];
+    many.push_back(sample);
+  }
+  const DeviceProfile device = calibrate(reference_cpu(), many);
+  EXPECT_EQ(device.op_timings.count(op_timing_key(kOptimizerUpdateOp, DType::Float32)), 1u);
+  EXPECT_NE(error_message([&] { optimizer_update_samples(shards, std::vector<double>{1e-6}, 2); }).find("2 parameter"),
+            std::string::npos);
+  EXPECT_THROW(optimizer_update_samples(shards, std::vector<double>{1e-6, 1e-6}, -1), ValueError);
 }
 
 TEST(MedianNodeSeconds, PerNodeMedianOverRuns) {

@@ -67,6 +67,45 @@ TEST(AutoParallelApi, OneCallFormWithOutputConstraintAndClipping) {
   });
 }
 
+TEST(AutoParallelApi, TimedUpdatesTrainExactlyAsUntimedOnes) {
+  // With time_nodes the optimizer steps one parameter at a time; the result must not change.
+  const dist::DeviceMesh mesh({2});
+  std::vector<std::vector<double>> losses(2);
+  std::vector<std::vector<Tensor>> params(2);
+  std::mutex mutex;
+  for (int timed = 0; timed < 2; ++timed) {
+    dist::launch(2, [&](int rank, dist::ProcessGroup& world) {
+      auto groups = std::make_shared<dist::MeshGroups>(mesh, world);
+      nn::MlpLoss model(small_mlp());
+      AutoParallelOptions options;
+      options.train.time_nodes = timed == 1;
+      AutoParallel ap(model, mlp_inputs, mesh, options);
+      ParallelModule module = ap.apply_placement(ap.optimize_placement(*groups), groups);
+      auto [x, y] = mlp_inputs();
+      for (int step = 0; step < 3; ++step) {
+        const double loss = module.train_step(x, y).as_tensor().item<double>();
+        if (rank == 0) losses[static_cast<size_t>(timed)].push_back(loss);
+      }
+      const std::vector<TensorMeta> metas = module.trained_local_metas();
+      EXPECT_EQ(metas.size(), module.parameter_names().size());
+      if (timed == 1) {
+        ASSERT_EQ(module.last_update_seconds().size(), metas.size());
+        for (double seconds : module.last_update_seconds()) EXPECT_GT(seconds, 0.0);
+      } else {
+        EXPECT_TRUE(module.last_update_seconds().empty());
+      }
+      std::vector<Tensor> full;
+      for (const std::string& name : module.parameter_names()) full.push_back(module.full_tensor(name));
+      if (rank != 0) return;
+      std::lock_guard<std::mutex> lock(mutex);
+      params[static_cast<size_t>(timed)] = full;
+    });
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  ASSERT_EQ(params[0].size(), params[1].size());
+  for (size_t i = 0; i < params[0].size(); ++i) EXPECT_TRUE(testing::all_close(params[0][i], params[1][i], 0, 0)) << i;
+}
+
 TEST(AutoParallelApi, ClippingCountsEveryElementOnce) {
   // Clipping sums squares across ranks once per element: with a binding max norm, DP (replicated
   // parameters) and FSDP (sharded) runs end with the same parameters.

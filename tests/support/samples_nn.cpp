@@ -119,6 +119,12 @@ std::vector<OpSample> attention_samples() {
        {{"causal", true}},
        true,
        "blocks"},
+      // A rank's block of a query-split causal call: queries 50..69 of 90 keys.
+      {op,
+       {rand64({2, 20, 4}, 90), rand64({2, 90, 4}, 91), rand64({2, 90, 3}, 92)},
+       {{"causal", true}, {"first_query", int64_t{50}}},
+       true,
+       "first_query"},
   };
 }
 
@@ -143,6 +149,11 @@ std::vector<OpSample> attention_backward_samples() {
        {{"causal", true}},
        false,
        "f32_blocks"},
+      {op,
+       {rand64({2, 20, 4}, 93), rand64({2, 90, 4}, 94), rand64({2, 90, 3}, 95), rand64({2, 20, 3}, 96)},
+       {{"causal", true}, {"first_query", int64_t{50}}},
+       false,
+       "first_query"},
   };
 }
 

@@ -24,6 +24,11 @@ struct AttentionShape {
   int64_t first_query = 0;
 };
 
+// Scores (query-key products) the kernels compute per batch entry: each block of queries times
+// the keys it sees, so under a causal mask a block's hidden scores count too (at tq = tk = 128,
+// 1.5 times the tq·(tq + 1)/2 a query-by-query count gives). What the op's cost facet prices.
+int64_t attention_scores(const AttentionShape& shape);
+
 // out [batch, tq, dv] = softmax(scale · q kᵀ [masked]) v.
 template <class T>
 void attention_forward(const T* q, const T* k, const T* v, T* out, const AttentionShape& shape);

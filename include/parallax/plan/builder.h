@@ -7,14 +7,18 @@
 // Problem nodes and their strategies:
 //   - one per graph input: every combination of Replicate / Shard(d) per mesh dim in which no
 //     rank holds an empty shard of a non-empty dim (torch.chunk sizes, nesting as in
-//     dist/sharding.h). Cost 0.
+//     dist/sharding.h). Cost 0, except for a parameter with a gradient: the optimizer's update
+//     of its local shard (optimizer_update_cost, priced as op "optimizer_update" like any op),
+//     which every rank holding a replica repeats, so sharding parameters (ZeRO, FSDP) saves it.
 //   - one per graph node: expand_strategies, less those that leave some rank an empty shard of
 //     a non-empty input or output dim (they cost what Replicate costs and only slow solvers).
 //     Cost: the roofline time (device_profile.h) of the local op on the largest shard (mesh
 //     coordinate 0 under torch.chunk), where its local metas and attributes come from
-//     plan_local_call. An op with no inputs and no sharding rule (the factories full, arange,
-//     uniform, normal: scalars and index ranges in a training graph) runs whole on every rank:
-//     its one strategy is all-Replicate.
+//     plan_local_call; for an op that localizes its attributes, whose rank call depends on where
+//     the block sits (a query-split causal attention: the last rank's queries see the most
+//     keys), the slower of the first and the last coordinate. An op with no inputs and no
+//     sharding rule (the factories full, arange, uniform, normal: scalars and index ranges in a
+//     training graph) runs whole on every rank: its one strategy is all-Replicate.
 // Costs are seconds per training step; usages are bytes per device.
 //
 // Edges: one per (producer, consumer) pair of problem nodes, pricing with redistribute_cost
@@ -129,6 +133,7 @@ struct PlanOptions {
   bool cluster_layers = true;
   // Optimizer state tensors per parameter with a gradient (AdamW: exp_avg and exp_avg_sq),
   // shaped and sharded like it, of this dtype (nullopt: the parameter's).
+  // Their update is priced too (optimizer_update_cost).
   int64_t optimizer_states = 2;
   std::optional<DType> optimizer_state_dtype;
   // The mixed-precision policy the program was captured under (capture.h applies its param and
@@ -173,6 +178,15 @@ struct PlanNode {
   // exists; predicted_peak counts the gradient from there on.
   std::vector<int64_t> gradient_from;
 };
+
+// The optimizer's update of a parameter (or a shard of one) of `numel` elements: one elementwise
+// pass that reads the parameter, its gradient (same dtype) and `states` state tensors of dtype
+// `state` and writes the parameter and the states back; about 4 + 5 * states FLOPs an element
+// (AdamW, states 2: decay, two moments, the bias-corrected step). The planner prices it as op
+// kOptimizerUpdateOp at the parameter's dtype, so a calibrated profile fits it from measured
+// updates (ParallelModule's last_update_seconds) and every other profile takes its roofline.
+inline constexpr std::string_view kOptimizerUpdateOp = "optimizer_update";
+OpCost optimizer_update_cost(int64_t numel, DType param, DType state, int64_t states);
 
 // A set of identical layers: the list's path ("layers"), the layer indices, the first the
 // representative.

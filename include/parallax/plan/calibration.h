@@ -16,6 +16,7 @@
 // with their model (priced_seconds).
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,6 +40,13 @@ struct OpSample {
 // own, from link profiles). `node_seconds`: one time per node, in graph order
 // (ExecutionStats::node_seconds); ValueError when the counts differ.
 std::vector<OpSample> op_samples(const ir::Graph& graph, std::span<const double> node_seconds);
+
+// One sample per trained parameter shard (ParallelModule::trained_local_metas) from its measured
+// update (last_update_seconds, or medians of them): op kOptimizerUpdateOp at the shard's dtype,
+// costed by optimizer_update_cost with `states` states of `state_dtype` (nullopt: the shard's).
+// ValueError when the counts differ or states < 0.
+std::vector<OpSample> optimizer_update_samples(std::span<const TensorMeta> shards, std::span<const double> seconds,
+                                               int64_t states, std::optional<DType> state_dtype = std::nullopt);
 
 // Per node, the median over runs of its time: `runs` are ExecutionStats::node_seconds of
 // several runs of one graph. ValueError when the runs differ in length or there are none.

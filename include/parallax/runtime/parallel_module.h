@@ -77,6 +77,11 @@ class ParallelModule {
   const lower::RankProgram& program() const { return lowered_; }
   const runtime::ExecutionStats& last_stats() const { return stats_; }  // of the last step's run
   int64_t optimizer_state_bytes() const { return optimizer_->state_bytes(); }
+  // The optimizer's update of each trained parameter's local shard in the last step, in seconds
+  // (empty unless TrainOptions::time_nodes), beside the shard's meta: what calibration fits the
+  // planner's "optimizer_update" op to (plan/builder.h, optimizer_update_cost).
+  const std::vector<double>& last_update_seconds() const { return update_seconds_; }
+  std::vector<TensorMeta> trained_local_metas() const;
   // Bytes of this rank's parameter and buffer shards.
   int64_t parameter_bytes() const;
 
@@ -117,6 +122,7 @@ class ParallelModule {
   size_t tangent_input_ = 0;
   int64_t loss_output_ = 0;
   runtime::ExecutionStats stats_;
+  std::vector<double> update_seconds_;  // per trained parameter, when timing
   double last_loss_ = 0;
   int64_t steps_ = 0;
 };

@@ -63,7 +63,16 @@ AttentionDims attention_dims(const std::vector<TensorMeta>& in) {
   return dims;
 }
 
-std::vector<TensorMeta> infer_attention(const std::vector<TensorMeta>& inputs, const Attrs&) {
+// Where the call's first query sits in the whole sequence: 0, or a rank's offset when the queries
+// are split under a causal mask (attention_local sets it, so the rank's program keeps the op).
+int64_t first_query_of(const Attrs& attrs, std::string_view op) {
+  const int64_t first = attr_int_or(attrs, "first_query", 0);
+  if (first < 0) throw ValueError(std::string(op) + ": first_query must be >= 0, got " + std::to_string(first));
+  return first;
+}
+
+std::vector<TensorMeta> infer_attention(const std::vector<TensorMeta>& inputs, const Attrs& attrs) {
+  first_query_of(attrs, kOp);
   require_floating(kOp, inputs[0]);
   require_same_dtype(kOp, inputs);
   AttentionDims dims = attention_dims(inputs);
@@ -156,8 +165,9 @@ Tensor fused_forward(const Tensor& q, const Tensor& k, const Tensor& v, const At
 }
 
 std::vector<Tensor> run_attention(const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  if (fused(inputs)) return {fused_forward(inputs[0], inputs[1], inputs[2], attrs, 0)};
-  return {matmul(attention_probs(inputs[0], inputs[1], attrs), inputs[2])};
+  const int64_t first_query = first_query_of(attrs, kOp);
+  if (fused(inputs)) return {fused_forward(inputs[0], inputs[1], inputs[2], attrs, first_query)};
+  return {matmul(attention_probs(inputs[0], inputs[1], attrs, first_query), inputs[2])};
 }
 
 // One mesh dim of attention. A batch dim splits q, k and v alike (an input broadcasting it, or
@@ -183,18 +193,18 @@ std::vector<ShardingStrategy> attention_rule(const std::vector<TensorMeta>& in, 
   return list.take();
 }
 
-// Only a causal call with split queries differs from the op on the local blocks.
-LocalResult attention_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
-  int64_t query_dim = inputs[0].dim() - 2;
-  if (!attr_bool_or(attrs, "causal", false) || !sharded_on(ctx.input_placements[0], query_dim)) {
-    return {call(op::scaled_dot_product_attention(), inputs, attrs), {}};
-  }
-  Attrs filled = attrs;
-  if (!filled.has("scale")) filled.set("scale", 0.0);
-  const int64_t first_query = ctx.input_offsets[0][query_dim];
-  if (fused(inputs)) return {{fused_forward(inputs[0], inputs[1], inputs[2], filled, first_query)}, {}};
-  Tensor probs = attention_probs(inputs[0], inputs[1], filled, first_query);
-  return {{matmul(probs, inputs[2])}, {}};
+// Only a causal call with split queries differs from the op on the local blocks: the rank's
+// block numbers its queries from its offset in the whole sequence (first_query, added to the
+// call's own). So the rank's program keeps one op (the fused kernels where they apply), and the
+// planner prices each rank's block with the keys it sees.
+Attrs localize_attention(const Attrs& attrs, const LocalContext& ctx) {
+  const int64_t query_dim = ctx.local_inputs[0].ndim() - 2;
+  if (!attr_bool_or(attrs, "causal", false) || !sharded_on(ctx.input_placements[0], query_dim)) return attrs;
+  const int64_t offset = ctx.input_offsets[0][static_cast<size_t>(query_dim)];
+  if (offset == 0) return attrs;
+  Attrs local = attrs;
+  local.set("first_query", attr_int_or(attrs, "first_query", 0) + offset);
+  return local;
 }
 
 // With P = softmax(S), S = q kᵀ * scale, out = P v:
@@ -252,7 +262,7 @@ std::vector<TensorMeta> infer_attention_backward(const std::vector<TensorMeta>& 
 }
 
 std::vector<Tensor> run_attention_backward(const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  return attention_backward(inputs, attrs, 0);
+  return attention_backward(inputs, attrs, first_query_of(attrs, kBackwardOp));
 }
 
 // The forward's strategies with grad placed as the output: a batch dim split alike (an operand
@@ -283,30 +293,22 @@ std::vector<ShardingStrategy> attention_backward_rule(const std::vector<TensorMe
   return list.take();
 }
 
-LocalResult attention_backward_local(const std::vector<Tensor>& inputs, const Attrs& attrs, const LocalContext& ctx) {
-  int64_t query_dim = inputs[0].dim() - 2;
-  if (!attr_bool_or(attrs, "causal", false) || !sharded_on(ctx.input_placements[0], query_dim)) {
-    return {call(op::scaled_dot_product_attention_backward(), inputs, attrs), {}};
-  }
-  Attrs filled = attrs;
-  if (!filled.has("scale")) filled.set("scale", 0.0);
-  return {attention_backward(inputs, filled, ctx.input_offsets[0][query_dim]), {}};
-}
-
-// The scores a call computes: all Tq·Tk per batch entry, or under a causal mask only those of the
-// keys at or before each query (key j <= query i): sum over i < Tq of min(i + 1, Tk), about half.
-// bfloat16 runs the composite path (matmul, softmax), which computes every score. A later shard
-// of a query-sharded causal call sees more keys than its local shapes say; the planner prices the
-// shard at mesh coordinate 0, which sees the fewest.
+// The scores a call computes: what the fused kernel's query blocks compute (kernels/attention.h,
+// attention_scores: under a causal mask each block up to its last query's keys, about half of
+// Tq·Tk), per batch entry. bfloat16 runs the composite path (matmul, softmax), which computes
+// every score. A later shard of a query-sharded causal call (a larger first_query) sees more keys
+// than an earlier one; the planner prices the shard at mesh coordinate 0, which sees the fewest.
 double computed_scores(const AttentionDims& dims, const Attrs& attrs, DType dtype) {
   const double batch = static_cast<double>(numel(dims.batch));
   if (!attr_bool_or(attrs, "causal", false) || dtype == DType::BFloat16) {
     return batch * static_cast<double>(dims.tq) * static_cast<double>(dims.tk);
   }
-  const auto full_rows = static_cast<double>(std::min(dims.tq, dims.tk));  // queries that see i + 1 keys
-  const double seen = full_rows * (full_rows + 1) / 2 +
-                      static_cast<double>(dims.tq - std::min(dims.tq, dims.tk)) * static_cast<double>(dims.tk);
-  return batch * seen;
+  kernels::AttentionShape shape;
+  shape.tq = dims.tq;
+  shape.tk = dims.tk;
+  shape.causal = true;
+  shape.first_query = attr_int_or(attrs, "first_query", 0);
+  return batch * static_cast<double>(kernels::attention_scores(shape));
 }
 
 // Recomputing the scores and the four gradient GEMMs: 2·(3·D + 2·Dv) flops per score, plus the
@@ -337,13 +339,14 @@ OpDef def_scaled_dot_product_attention() {
   OpDef def;
   def.name = std::string(kOp);
   def.inputs = {{"q"}, {"k"}, {"v"}};
-  def.attrs = {{"causal", AttrType::Bool, false}, {"scale", AttrType::Float, 0.0}};
+  def.attrs = {
+      {"causal", AttrType::Bool, false}, {"scale", AttrType::Float, 0.0}, {"first_query", AttrType::Int, int64_t{0}}};
   def.infer = infer_attention;
   def.kernel = run_attention;
   def.vjp = vjp_attention;
   def.cost = cost_attention;
   def.sharding = attention_rule;
-  def.local = attention_local;
+  def.localize_attrs = localize_attention;
   def.traits.matmul_like = true;
   return def;
 }
@@ -352,12 +355,13 @@ OpDef def_scaled_dot_product_attention_backward() {
   OpDef def;
   def.name = std::string(kBackwardOp);
   def.inputs = {{"q"}, {"k"}, {"v"}, {"grad"}};
-  def.attrs = {{"causal", AttrType::Bool, false}, {"scale", AttrType::Float, 0.0}};
+  def.attrs = {
+      {"causal", AttrType::Bool, false}, {"scale", AttrType::Float, 0.0}, {"first_query", AttrType::Int, int64_t{0}}};
   def.infer = infer_attention_backward;
   def.kernel = run_attention_backward;
   def.cost = cost_attention_backward;
   def.sharding = attention_backward_rule;
-  def.local = attention_backward_local;
+  def.localize_attrs = localize_attention;
   def.traits.matmul_like = true;
   return def;
 }

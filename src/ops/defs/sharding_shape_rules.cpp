@@ -88,4 +88,8 @@ bool attr_bool_or(const Attrs& attrs, std::string_view name, bool fallback) {
   return attrs.has(name) ? attrs.get_bool(name) : fallback;
 }
 
+int64_t attr_int_or(const Attrs& attrs, std::string_view name, int64_t fallback) {
+  return attrs.has(name) ? attrs.get_int(name) : fallback;
+}
+
 }  // namespace px::defs

@@ -66,5 +66,6 @@ Placement batch_operand_placement(const TensorMeta& operand, int64_t own, int64_
 
 // Attribute `name` or its default when absent (the local facets may see unfilled attributes).
 bool attr_bool_or(const Attrs& attrs, std::string_view name, bool fallback);
+int64_t attr_int_or(const Attrs& attrs, std::string_view name, int64_t fallback);
 
 }  // namespace px::defs
