@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -58,12 +59,44 @@ int run_solve(const SolveArguments& args) {
     options.threads = args.threads;
     options.stop_after_stall = args.stop_after_stall;
     if (args.progress) {
-      options.on_progress = [](double elapsed_s, double best_cost) {
+      // Each line: the best cost and the best bound so far, and the gap once both exist.
+      auto best = std::make_shared<double>(std::numeric_limits<double>::infinity());
+      auto bound = std::make_shared<double>(-std::numeric_limits<double>::infinity());
+      auto print = [best, bound](double elapsed_s) {
         std::cerr << std::fixed << std::setprecision(2) << "[" << elapsed_s << " s] best " << std::setprecision(0)
-                  << best_cost << std::endl;
+                  << *best;
+        if (std::isfinite(*bound)) {
+          std::cerr << "  bound " << *bound;
+          if (std::isfinite(*best)) {
+            std::cerr << "  gap " << std::setprecision(4) << 100 * (*best - *bound) / std::max(std::fabs(*best), 1e-9)
+                      << "%";
+          }
+        }
+        std::cerr << std::endl;
+      };
+      options.on_progress = [best, print](double elapsed_s, double cost) {
+        *best = cost;
+        print(elapsed_s);
+      };
+      // The bound rises in many small steps: a line for it at most every second.
+      auto bound_printed = std::make_shared<double>(-1.0);
+      options.on_bound = [bound, bound_printed, print](double elapsed_s, double value) {
+        *bound = value;
+        if (*bound_printed >= 0 && elapsed_s - *bound_printed < 1.0) return;
+        *bound_printed = elapsed_s;
+        print(elapsed_s);
       };
     }
     const plan::SolveResult result = plan::solve(problem, options);
+    if (args.progress) {  // the last word: the lines above skip bounds that came within a second
+      std::cerr << std::fixed << std::setprecision(2) << "[" << result.wall_s << " s] end: best "
+                << std::setprecision(0) << result.evaluation.cost;
+      if (result.bound) {
+        std::cerr << "  bound " << *result.bound << "  gap " << std::setprecision(4) << 100 * result.gap.value_or(0)
+                  << "%";
+      }
+      std::cerr << (result.optimal ? "  (proven optimal)" : "") << std::endl;
+    }
     if (!args.out.empty()) plan::write_choice(problem, result.choice, args.out);
     std::cout << plan::solve_result_json(problem, result) << std::endl;
     return 0;
@@ -105,7 +138,7 @@ Command add_solve_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--out", args->out, "Write the solution here ({\"name\", \"strategies\"}; .gz compresses)");
   sub->add_option("--evaluate", args->evaluate, "Check and price this solution instead of solving");
-  sub->add_flag("--progress", args->progress, "Print each better solution to stderr");
+  sub->add_flag("--progress", args->progress, "Print each better solution and lower bound, with the gap, to stderr");
   return {sub, [args] { return run_solve(*args); }};
 }
 

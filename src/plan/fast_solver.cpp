@@ -32,6 +32,10 @@
 // the prices are scaled by random factors and the costs the messages see get relative noise (a
 // level cycling through kRestartNoise), which moves the decoded solutions to other basins while
 // the repair and descent still work on the true costs, and it goes on until the deadline.
+// A lower bound runs beside the search (dual_bound.h: MPLP edge updates with the forbidden marks
+// as +infinity, two passes per decode and per round, on the plain costs first and then on the
+// priced ones less the prices times the capacities); a best feasible cost that meets it is proven
+// optimal and ends every search.
 // Several searches with different seeds can run side by side (FastOptions::threads), the best
 // of them being the answer. On the contest instances this matches or beats the contest's best
 // entries within their time limits (docs/benchmarks.md).
@@ -42,6 +46,7 @@
 #include "plan/fast_solver.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <iterator>
@@ -50,6 +55,7 @@
 #include <numeric>
 #include <thread>
 
+#include "plan/dual_bound.h"
 #include "plan/tree_blocks.h"
 #include "plan/trws.h"
 
@@ -61,6 +67,7 @@ constexpr size_t kRepairCandidates = 4;      // blocks tried per repair move
 constexpr BlockLimits kPolishBlock{64, 64};  // a feasible descent block
 constexpr int kTrwsPerRound = 30;            // message passes per price update (3 or 10 miss G's optimum)
 constexpr int kDecodeEvery = 10;             // message passes between decodes, unconstrained
+constexpr int kBoundPasses = 2;              // the bound's own message passes per decode or round
 
 // The schedule's tuning (the header comment above says how the phases fit together).
 // Unconstrained phase: its share of the time when the limit binds (the priced rounds matter
@@ -125,13 +132,27 @@ std::vector<double> usage_excess(const Model& model, const std::vector<int32_t>&
 
 class FastSolver {
  public:
-  FastSolver(const Model& model, const FastOptions& options)
-      : model_(model), options_(options), rng_(options.seed), trws_(model), blocks_(model), state_(model) {}
+  // `stop`: set by whichever search proves its best optimal; every search sharing it stops then.
+  FastSolver(const Model& model, const FastOptions& options, std::atomic<bool>& stop)
+      : model_(model),
+        options_(options),
+        stop_(stop),
+        rng_(options.seed),
+        trws_(model),
+        bound_(model),
+        blocks_(model),
+        state_(model) {}
 
   FastOutcome run();
 
  private:
-  bool out_of_time() const { return Clock::now() >= options_.deadline; }
+  bool out_of_time() const { return stop_.load(std::memory_order_relaxed) || Clock::now() >= options_.deadline; }
+  // Keeps `bound` if it beats the best so far; true (and every search stops) once the best
+  // feasible cost is proven optimal.
+  bool note_bound(double bound);
+  bool proven() const {
+    return best_feasible_ && best_cost_ - best_bound_ <= kProofTolerance * std::max(1.0, std::fabs(best_cost_));
+  }
   void block_descent(const std::vector<double>& unary, int max_sweeps, std::vector<int32_t>& x);
   // Message passing on the model's own costs until the decoded solutions stop improving.
   std::vector<int32_t> unconstrained();
@@ -153,18 +174,31 @@ class FastSolver {
 
   const Model& model_;
   const FastOptions& options_;
+  std::atomic<bool>& stop_;
   std::mt19937_64 rng_;
   Trws trws_;
+  DualBound bound_;
   TreeBlockSolver blocks_;
   SearchState state_;
   std::vector<int32_t> best_x_;
   double best_cost_ = kInfinity;
   bool best_feasible_ = false;
   double best_excess_ = kInfinity;
+  double best_bound_ = -kInfinity;
   std::vector<double> caps_;
   int64_t restarts_ = 0;
   double noise_ = 0;
 };
+
+bool FastSolver::note_bound(double bound) {
+  if (std::isfinite(bound) && bound > best_bound_) {
+    best_bound_ = bound;
+    if (options_.on_bound) options_.on_bound(bound);
+  }
+  if (!proven()) return false;
+  stop_.store(true, std::memory_order_relaxed);
+  return true;
+}
 
 void FastSolver::add_noise(std::vector<double>& unary) {
   if (noise_ <= 0) return;
@@ -197,6 +231,10 @@ std::vector<int32_t> FastSolver::unconstrained() {
       best = std::move(candidate);
       last_improvement = pass;
     }
+    // The unconstrained problem's bound bounds the constrained one too; once the decoded best
+    // meets it, nothing better is left to decode.
+    note_bound(bound_.improve(model_.cost, kBoundPasses));
+    if (best_cost - best_bound_ <= kProofTolerance * std::max(1.0, std::fabs(best_cost))) break;
     if (pass - last_improvement >= std::max(kPassStall, pass / 2)) break;
   }
   if (best.empty()) {
@@ -363,6 +401,8 @@ FastOutcome FastSolver::outcome(int64_t rounds) const {
   out.max_excess = best_excess_;
   out.rounds = rounds;
   out.restarts = restarts_;
+  out.lower_bound = best_feasible_ ? std::min(best_bound_, best_cost_) : best_bound_;
+  out.optimal = proven();
   return out;
 }
 
@@ -371,7 +411,7 @@ FastOutcome FastSolver::run() {
   std::vector<int32_t> x = unconstrained();
   const double unconstrained_cost = model_cost(model_, x);
   consider(x);
-  if (n == 0) return outcome(0);
+  if (n == 0 || note_bound(-kInfinity)) return outcome(0);
   bool binds = model_.has_limit && model_.num_steps() > 0;
   if (binds) {
     const std::vector<double> excess = usage_excess(model_, x);
@@ -385,7 +425,8 @@ FastOutcome FastSolver::run() {
   const int64_t stall_rounds = options_.stop_after_stall > 0 ? options_.stop_after_stall : kStallRounds;
   std::vector<double> lambda(steps, 0.0);
   std::vector<double> prefix(steps + 1, 0.0);
-  std::vector<double> unary(model_.cost.size());
+  std::vector<double> priced(model_.cost.size());
+  std::vector<double> unary;
   double theta = kThetaStart;
   double best_dual = -kInfinity;
   int64_t since_dual = 0;
@@ -402,9 +443,10 @@ FastOutcome FastSolver::run() {
       const double weight = prefix[model_.hi[k]] - prefix[model_.lo[k]];
       const int64_t offset = model_.strategy_offset[k];
       for (int32_t s = 0; s < model_.num_strategies(k); ++s) {
-        unary[offset + s] = model_.cost[offset + s] + weight * model_.usage[offset + s];
+        priced[offset + s] = model_.cost[offset + s] + weight * model_.usage[offset + s];
       }
     }
+    unary = priced;
     add_noise(unary);
     for (int pass = 0; pass < kTrwsPerRound && !out_of_time(); ++pass) trws_.iterate(unary, x);
     block_descent(unary, kPricedSweeps, x);
@@ -420,7 +462,11 @@ FastOutcome FastSolver::run() {
       if (excess[j] > 0 || lambda[j] > 0) norm += excess[j] * excess[j];
     }
     const double dual = model_cost(model_, x) + static_cast<double>(price - capacity_price);
+    // Weak duality: a feasible solution's cost is at least its priced cost less the prices times
+    // the capacities, so the priced problem's bound less them bounds the constrained optimum.
+    const double bound = bound_.improve(priced, kBoundPasses) - static_cast<double>(capacity_price);
     consider(x);
+    if (note_bound(bound)) break;
     if (best_cost_ < last_best || best_feasible_ != last_feasible) {
       last_best = best_cost_;
       last_feasible = best_feasible_;
@@ -479,9 +525,11 @@ bool better_outcome(const FastOutcome& a, const FastOutcome& b) {
 }  // namespace
 
 FastOutcome solve_fast_model(const Model& model, const FastOptions& options) {
-  if (options.threads <= 1) return FastSolver(model, options).run();
+  std::atomic<bool> stop{false};
+  if (options.threads <= 1) return FastSolver(model, options, stop).run();
   std::mutex report_mutex;
   double reported = kInfinity;
+  double reported_bound = -kInfinity;
   FastOptions shared = options;
   shared.threads = 1;
   shared.on_improvement = [&](double cost) {
@@ -490,6 +538,12 @@ FastOutcome solve_fast_model(const Model& model, const FastOptions& options) {
     reported = cost;
     if (options.on_improvement) options.on_improvement(cost);
   };
+  shared.on_bound = [&](double bound) {
+    const std::lock_guard<std::mutex> lock(report_mutex);
+    if (bound <= reported_bound) return;
+    reported_bound = bound;
+    if (options.on_bound) options.on_bound(bound);
+  };
   const int threads = options.threads;
   std::vector<FastOptions> each(threads, shared);
   std::vector<FastOutcome> outcomes(threads);
@@ -497,7 +551,7 @@ FastOutcome solve_fast_model(const Model& model, const FastOptions& options) {
   auto search = [&](int i) {
     try {
       each[i].seed = search_seed(options.seed, i);
-      outcomes[i] = FastSolver(model, each[i]).run();
+      outcomes[i] = FastSolver(model, each[i], stop).run();
     } catch (...) {
       errors[i] = std::current_exception();
     }
@@ -510,10 +564,15 @@ FastOutcome solve_fast_model(const Model& model, const FastOptions& options) {
     if (error) std::rethrow_exception(error);
   }
   size_t best = 0;
-  for (size_t i = 1; i < outcomes.size(); ++i) {
+  double bound = -kInfinity;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
     if (better_outcome(outcomes[i], outcomes[best])) best = i;
+    bound = std::max(bound, outcomes[i].lower_bound);  // each search's bound holds for all
   }
-  return outcomes[best];
+  FastOutcome answer = std::move(outcomes[best]);
+  answer.lower_bound = answer.feasible ? std::min(bound, answer.cost) : bound;
+  answer.optimal = answer.feasible && answer.cost - bound <= kProofTolerance * std::max(1.0, std::fabs(answer.cost));
+  return answer;
 }
 
 }  // namespace px::plan

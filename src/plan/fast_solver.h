@@ -23,7 +23,15 @@ struct FastOptions {
   // Called with the cost of each new best feasible solution (model cost, constant included), from
   // whichever search found it, never two at once, and only for costs below every earlier call's.
   std::function<void(double cost)> on_improvement;
+  // Called with each new best lower bound (model cost, constant included), from whichever search
+  // proved it, never two at once, and only for bounds above every earlier call's.
+  std::function<void(double bound)> on_bound;
 };
+
+// A best feasible cost within this share of a lower bound is proven optimal: the searches stop
+// (all of them, with threads). The bound is summed in long double and costs in double, so the two
+// can differ by rounding alone.
+inline constexpr double kProofTolerance = 1e-9;
 
 struct FastOutcome {
   std::vector<int32_t> x;  // model strategies
@@ -32,6 +40,10 @@ struct FastOutcome {
   double max_excess = 0;  // the largest usage over capacity (<= 0 when feasible)
   int64_t rounds = 0;     // Lagrangian rounds run (the answer's search)
   int64_t restarts = 0;   // perturbed restarts after a stall (the answer's search)
+  // The best lower bound any search proved (dual_bound.h), -inf when none; never above cost when
+  // feasible. `optimal`: feasible and cost within kProofTolerance of it.
+  double lower_bound = -kInfinity;
+  bool optimal = false;
 };
 
 FastOutcome solve_fast_model(const Model& model, const FastOptions& options);

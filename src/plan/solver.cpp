@@ -59,7 +59,23 @@ FastOptions fast_options(const SolveOptions& options, Clock::time_point start, C
   if (options.on_progress) {
     fast.on_improvement = [&options, start](double cost) { options.on_progress(seconds_since(start), cost); };
   }
+  if (options.on_bound) {
+    fast.on_bound = [&options, start](double bound) { options.on_bound(seconds_since(start), bound); };
+  }
   return fast;
+}
+
+// The fast solver's answer with its bound, the gap and whether it is proven optimal.
+SolveResult finish_fast(const ShardingProblem& problem, const Model& model, const FastOutcome& outcome,
+                        std::string solver, Clock::time_point start) {
+  SolveResult result = finish(problem, model, outcome.x, std::move(solver), start);
+  if (std::isfinite(outcome.lower_bound)) {
+    result.bound =
+        result.evaluation.feasible ? std::min(outcome.lower_bound, result.evaluation.cost) : outcome.lower_bound;
+    result.gap = (result.evaluation.cost - *result.bound) / std::max(std::fabs(result.evaluation.cost), 1e-9);
+  }
+  result.optimal = outcome.optimal && result.evaluation.feasible;
+  return result;
 }
 
 SolveResult solve_with_ilp(const ShardingProblem& problem, const Model& model, const SolveOptions& options,
@@ -67,8 +83,8 @@ SolveResult solve_with_ilp(const ShardingProblem& problem, const Model& model, c
   // Hopeless even if a good incumbent prunes every prohibitive entry: all the time to the fast solver.
   if (const int64_t size = ilp_size(model); size > ilp_column_budget(options.time_limit_s)) {
     const FastOutcome fast = solve_fast_model(model, fast_options(options, start, deadline));
-    return finish(
-        problem, model, fast.x,
+    return finish_fast(
+        problem, model, fast,
         "fast (the ilp model, ~" + std::to_string(size) + " columns, is too large for CBC within the time limit)",
         start);
   }
@@ -90,10 +106,10 @@ SolveResult solve_with_ilp(const ShardingProblem& problem, const Model& model, c
     // The rest of the time goes to the fast solver, from scratch (it is deterministic: the same
     // seed would retrace the warm start's steps, then go on).
     const FastOutcome fast = solve_fast_model(model, fast_options(options, start, deadline));
-    return finish(problem, model, fast.x,
-                  "fast (the ilp model, " + std::to_string(outcome.columns) +
-                      " columns, is too large for CBC within the time limit)",
-                  start);
+    return finish_fast(problem, model, fast,
+                       "fast (the ilp model, " + std::to_string(outcome.columns) +
+                           " columns, is too large for CBC within the time limit)",
+                       start);
   }
   if (outcome.status == IlpStatus::NoSolution || outcome.status == IlpStatus::Infeasible) {
     return finish(problem, model, warm.x,
@@ -169,7 +185,7 @@ SolveResult solve(const ShardingProblem& problem, const SolveOptions& options) {
   }
   if (kind == SolverKind::Ilp) return solve_with_ilp(problem, model, options, start, deadline);
   const FastOutcome outcome = solve_fast_model(model, fast_options(options, start, deadline));
-  return finish(problem, model, outcome.x, "fast", start);
+  return finish_fast(problem, model, outcome, "fast", start);
 }
 
 std::string solve_result_json(const ShardingProblem& problem, const SolveResult& result) {

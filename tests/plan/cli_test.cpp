@@ -45,7 +45,9 @@ TEST_F(Cli, SolvePrintsOneJsonObject) {
     EXPECT_EQ(json["peak_usage"], 50);
     EXPECT_TRUE(json["wall_s"].is_number());
     EXPECT_EQ(json["solver"], solver == "fast" ? "fast" : "ilp");
-    EXPECT_EQ(json.contains("bound"), solver != "fast");
+    // Every solver proves the example optimal: CBC, and the fast solver by its bound.
+    EXPECT_EQ(json["bound"], 445);
+    EXPECT_EQ(json["optimal"], true);
     EXPECT_EQ(run.out.find('\n'), run.out.size() - 1) << "one line";
   }
 }
@@ -54,11 +56,29 @@ TEST_F(Cli, FastSolverThreadsAndStall) {
   const CliRun run = parallax("solve '" + problem_ + "' --solver fast --threads 2 --stop-after-stall 50 --seed 1");
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(nlohmann::json::parse(run.out)["cost"], 445);
-  // Without a stall limit the search takes its whole time limit.
-  const CliRun anytime = parallax("solve '" + problem_ + "' --solver fast --threads 1 --time-limit 1");
+  // Without a stall limit the search goes on until it proves its best optimal (the example, at
+  // once) or its time runs out (a problem whose bound stays below: cycles and a tight limit).
+  const CliRun proven = parallax("solve '" + problem_ + "' --solver fast --threads 1 --time-limit 30 --progress");
+  ASSERT_EQ(proven.status, 0) << proven.err;
+  EXPECT_EQ(nlohmann::json::parse(proven.out)["cost"], 445);
+  EXPECT_EQ(nlohmann::json::parse(proven.out)["optimal"], true);
+  EXPECT_LT(nlohmann::json::parse(proven.out)["wall_s"].get<double>(), 10.0);
+  EXPECT_NE(proven.err.find("end: best 445  bound 445  gap 0.0000%  (proven optimal)"), std::string::npos)
+      << proven.err;
+  testing::RandomProblemSpec spec;
+  spec.nodes = 150;
+  spec.max_strategies = 6;
+  spec.extra_edges = 60;
+  spec.limit_fraction = 0.2;
+  spec.prohibitive_fraction = 0.3;
+  const std::string hard = testing::temp_path("hard.json");
+  write_problem(testing::random_problem(8, spec), hard);
+  const CliRun anytime = parallax("solve '" + hard + "' --solver fast --threads 1 --time-limit 1");
+  std::remove(hard.c_str());
   ASSERT_EQ(anytime.status, 0) << anytime.err;
-  EXPECT_EQ(nlohmann::json::parse(anytime.out)["cost"], 445);
-  EXPECT_GE(nlohmann::json::parse(anytime.out)["wall_s"].get<double>(), 1.0);
+  const nlohmann::json anytime_json = nlohmann::json::parse(anytime.out);
+  EXPECT_EQ(anytime_json["optimal"], false);
+  EXPECT_GE(anytime_json["wall_s"].get<double>(), 1.0);
   EXPECT_EQ(parallax("solve '" + problem_ + "' --threads -1").status, 1);
   EXPECT_EQ(parallax("solve '" + problem_ + "' --stop-after-stall x").status, 1);
 }

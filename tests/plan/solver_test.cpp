@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "parallax/core/error.h"
 #include "plan/plan_test_util.h"
@@ -48,7 +50,8 @@ TEST(Solve, ExampleOptimalByIlpFastAndBruteForce) {
   EXPECT_EQ(fast.solver, "fast");
   EXPECT_TRUE(fast.evaluation.feasible);
   EXPECT_EQ(fast.evaluation.cost, 445);
-  EXPECT_FALSE(fast.bound.has_value());
+  ASSERT_TRUE(fast.bound.has_value());  // the fast solver's dual bound (dual_bound.h)
+  EXPECT_LE(*fast.bound, 445 + 1e-6);
 
   EXPECT_EQ(run(problem, SolverKind::Auto).solver, "ilp");  // small: auto takes the exact solver
 }
@@ -79,6 +82,10 @@ TEST_P(RandomSmall, IlpExactFastClose) {
   EXPECT_TRUE(fast.evaluation.feasible) << fast.evaluation.violation;
   EXPECT_GE(fast.evaluation.cost, exact.cost);
   EXPECT_LE(fast.evaluation.cost, 1.05 * exact.cost) << "seed " << seed;
+  // Its bound holds: below the optimum (prices, forbidden pairs and cycles included).
+  ASSERT_TRUE(fast.bound.has_value());
+  EXPECT_LE(*fast.bound, exact.cost * (1 + 1e-12) + 1e-9) << "seed " << seed;
+  EXPECT_EQ(fast.optimal, fast.evaluation.cost - *fast.bound <= 1e-9 * std::fabs(fast.evaluation.cost));
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomSmall, ::testing::Range<uint64_t>(1, 13));
@@ -174,6 +181,46 @@ TEST(Solve, FastAnytimeSearchesUntilTheLimit) {
   const SolveResult free_anytime = run_fast(unlimited, 2, 0, 1);
   EXPECT_GE(free_anytime.wall_s, 1.0);
   EXPECT_LE(free_anytime.evaluation.cost, free_stalled.evaluation.cost);
+}
+
+// Where the LP relaxation is tight (a tree, no memory limit) the bound meets the optimum, and the
+// anytime search, which otherwise runs to its time limit, stops there with a proof.
+TEST(Solve, FastBoundProvesOptimaAndStopsTheSearch) {
+  for (uint64_t seed : {31, 32, 33}) {
+    RandomProblemSpec spec;
+    spec.nodes = 12;
+    spec.extra_edges = 0;  // a spanning tree
+    spec.with_limit = false;
+    spec.prohibitive_fraction = seed == 33 ? 0.3 : 0.0;
+    const ShardingProblem problem = random_problem(seed, spec);
+    const testing::BruteForce exact = brute_force(problem);
+    const SolveResult fast = run_fast(problem, 2, 0, 30);
+    EXPECT_LT(fast.wall_s, 10) << "seed " << seed << ": the proof should stop the search";
+    EXPECT_TRUE(fast.optimal) << "seed " << seed;
+    EXPECT_EQ(fast.evaluation.cost, exact.cost) << "seed " << seed;
+    ASSERT_TRUE(fast.bound.has_value());
+    EXPECT_NEAR(*fast.bound, exact.cost, 1e-9 * exact.cost) << "seed " << seed;
+    ASSERT_TRUE(fast.gap.has_value());
+    EXPECT_LE(*fast.gap, 1e-9);
+    const nlohmann::json json = nlohmann::json::parse(solve_result_json(problem, fast));
+    EXPECT_TRUE(json["optimal"].get<bool>());
+    EXPECT_TRUE(json.contains("bound"));
+  }
+  // With cycles, a memory limit and forbidden pairs the bound still holds; the progress callback
+  // sees it rise.
+  const ShardingProblem problem = random_problem(12, tight_spec());
+  SolveOptions options;
+  options.solver = SolverKind::Fast;
+  options.time_limit_s = 2;
+  options.stop_after_stall = 0;
+  std::vector<double> bounds;
+  options.on_bound = [&](double, double bound) { bounds.push_back(bound); };
+  const SolveResult result = solve(problem, options);
+  ASSERT_FALSE(bounds.empty());
+  for (size_t i = 1; i < bounds.size(); ++i) EXPECT_GT(bounds[i], bounds[i - 1]);
+  ASSERT_TRUE(result.bound.has_value());
+  EXPECT_LE(*result.bound, result.evaluation.cost);
+  EXPECT_DOUBLE_EQ(*result.bound, std::min(bounds.back(), result.evaluation.cost));
 }
 
 TEST(Solve, TimeLimitRespected) {
@@ -279,8 +326,11 @@ TEST(Solve, ResultJson) {
   EXPECT_FALSE(json.contains("violation"));
   const SolveResult fast = run(problem, SolverKind::Fast);
   const nlohmann::json fast_json = nlohmann::json::parse(solve_result_json(problem, fast));
-  EXPECT_FALSE(fast_json.contains("bound"));
-  EXPECT_FALSE(fast_json.contains("gap"));
+  // The fast solver's bound and gap (dual_bound.h) where it has one; "optimal" as it proved.
+  ASSERT_TRUE(fast.bound.has_value());
+  EXPECT_EQ(fast_json["bound"].get<double>(), *fast.bound);
+  EXPECT_EQ(fast_json["gap"].get<double>(), *fast.gap);
+  EXPECT_EQ(fast_json["optimal"].get<bool>(), fast.optimal);
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 //         variables linearizing the products, one memory row per time step where the
 //         live set changes), through COIN-OR CBC's library API, with a time limit; it
 //         reports CBC's best bound and the gap.
-//   fast  for big graphs: see fast_solver.cpp for the algorithm and why.
+//   fast  for big graphs: see fast_solver.cpp for the algorithm and why. It reports a lower bound
+//         too (dual_bound.h), and stops early when its best cost meets it: proven optimal.
 //   auto  ilp for small problems, fast beyond (the threshold is documented in solver.cpp).
 
 #include <cstdint>
@@ -40,6 +41,8 @@ struct SolveOptions {
   int threads = 1;
   // Called now and then with the best cost so far (progress display); may be empty.
   std::function<void(double elapsed_s, double best_cost)> on_progress;
+  // Called with each better lower bound the fast solver proves (progress display); may be empty.
+  std::function<void(double elapsed_s, double bound)> on_bound;
 };
 
 struct SolveResult {
