@@ -33,9 +33,9 @@
 // level cycling through kRestartNoise), which moves the decoded solutions to other basins while
 // the repair and descent still work on the true costs, and it goes on until the deadline.
 // A lower bound runs beside the search (dual_bound.h: MPLP edge updates with the forbidden marks
-// as +infinity, two passes per decode and per round, on the plain costs first and then on the
-// priced ones less the prices times the capacities); a best feasible cost that meets it is proven
-// optimal and ends every search.
+// as +infinity, two passes per decode and per round (ten while the search stalls), on the plain
+// costs first and then on the priced ones less the prices times the capacities); a best feasible
+// cost that meets it is proven optimal and ends every search.
 // Several searches with different seeds can run side by side (FastOptions::threads), the best
 // of them being the answer. On the contest instances this matches or beats the contest's best
 // entries within their time limits (docs/benchmarks.md).
@@ -68,6 +68,10 @@ constexpr BlockLimits kPolishBlock{64, 64};  // a feasible descent block
 constexpr int kTrwsPerRound = 30;            // message passes per price update (3 or 10 miss G's optimum)
 constexpr int kDecodeEvery = 10;             // message passes between decodes, unconstrained
 constexpr int kBoundPasses = 2;              // the bound's own message passes per decode or round
+// ... and per round while the search stalls (10 rounds without a better solution): the time
+// then buys the bound more than it buys the search (MPLP climbs slowly on the big instances).
+constexpr int kStalledBoundPasses = 10;
+constexpr int64_t kBoundStallRounds = 10;
 
 // The schedule's tuning (the header comment above says how the phases fit together).
 // Unconstrained phase: its share of the time when the limit binds (the priced rounds matter
@@ -464,7 +468,8 @@ FastOutcome FastSolver::run() {
     const double dual = model_cost(model_, x) + static_cast<double>(price - capacity_price);
     // Weak duality: a feasible solution's cost is at least its priced cost less the prices times
     // the capacities, so the priced problem's bound less them bounds the constrained optimum.
-    const double bound = bound_.improve(priced, kBoundPasses) - static_cast<double>(capacity_price);
+    const int bound_passes = since_best >= kBoundStallRounds ? kStalledBoundPasses : kBoundPasses;
+    const double bound = bound_.improve(priced, bound_passes) - static_cast<double>(capacity_price);
     consider(x);
     if (note_bound(bound)) break;
     if (best_cost_ < last_best || best_feasible_ != last_feasible) {
