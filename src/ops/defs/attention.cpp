@@ -64,7 +64,7 @@ AttentionDims attention_dims(const std::vector<TensorMeta>& in) {
 }
 
 // Where the call's first query sits in the whole sequence: 0, or a rank's offset when the queries
-// are split under a causal mask (attention_local sets it, so the rank's program keeps the op).
+// are split under a causal mask (localize_attention sets it, so the rank's program keeps the op).
 int64_t first_query_of(const Attrs& attrs, std::string_view op) {
   const int64_t first = attr_int_or(attrs, "first_query", 0);
   if (first < 0) throw ValueError(std::string(op) + ": first_query must be >= 0, got " + std::to_string(first));
@@ -297,7 +297,7 @@ std::vector<ShardingStrategy> attention_backward_rule(const std::vector<TensorMe
 // attention_scores: under a causal mask each block up to its last query's keys, about half of
 // Tq·Tk), per batch entry. bfloat16 runs the composite path (matmul, softmax), which computes
 // every score. A later shard of a query-sharded causal call (a larger first_query) sees more keys
-// than an earlier one; the planner prices the shard at mesh coordinate 0, which sees the fewest.
+// than an earlier one; the planner prices the slower of the mesh's first and last shard.
 double computed_scores(const AttentionDims& dims, const Attrs& attrs, DType dtype) {
   const double batch = static_cast<double>(numel(dims.batch));
   if (!attr_bool_or(attrs, "causal", false) || dtype == DType::BFloat16) {
