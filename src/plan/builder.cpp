@@ -408,10 +408,9 @@ PlanProblem build_problem(const JointProgram& program, const dist::DeviceMesh& m
       node.has_gradient = gradients.of_input[rep] >= 0;
       if (node.has_gradient) {
         DType dtype = graph.meta(graph.inputs()[rep]).dtype;
-        double state = static_cast<double>(dtype_size(options.optimizer_state_dtype.value_or(dtype))) /
-                       static_cast<double>(dtype_size(dtype));
-        factor = 2.0 + static_cast<double>(options.optimizer_states) * state;
         const DType state_dtype = options.optimizer_state_dtype.value_or(dtype);
+        double state = static_cast<double>(dtype_size(state_dtype)) / static_cast<double>(dtype_size(dtype));
+        factor = 2.0 + static_cast<double>(options.optimizer_states) * state;
         for (size_t s = 0; s < node.strategies.size(); ++s) {
           const auto numel = static_cast<int64_t>(node.local_bytes[s]) / dtype_size(dtype);
           node.compute_seconds[s] +=

@@ -154,9 +154,7 @@ class FastSolver {
   // Keeps `bound` if it beats the best so far; true (and every search stops) once the best
   // feasible cost is proven optimal.
   bool note_bound(double bound);
-  bool proven() const {
-    return best_feasible_ && best_cost_ - best_bound_ <= kProofTolerance * std::max(1.0, std::fabs(best_cost_));
-  }
+  bool proven() const { return best_feasible_ && meets_bound(best_cost_, best_bound_); }
   void block_descent(const std::vector<double>& unary, int max_sweeps, std::vector<int32_t>& x);
   // Message passing on the model's own costs until the decoded solutions stop improving.
   std::vector<int32_t> unconstrained();
@@ -238,7 +236,7 @@ std::vector<int32_t> FastSolver::unconstrained() {
     // The unconstrained problem's bound bounds the constrained one too; once the decoded best
     // meets it, nothing better is left to decode.
     note_bound(bound_.improve(model_.cost, kBoundPasses));
-    if (best_cost - best_bound_ <= kProofTolerance * std::max(1.0, std::fabs(best_cost))) break;
+    if (meets_bound(best_cost, best_bound_)) break;
     if (pass - last_improvement >= std::max(kPassStall, pass / 2)) break;
   }
   if (best.empty()) {
@@ -576,7 +574,7 @@ FastOutcome solve_fast_model(const Model& model, const FastOptions& options) {
   }
   FastOutcome answer = std::move(outcomes[best]);
   answer.lower_bound = answer.feasible ? std::min(bound, answer.cost) : bound;
-  answer.optimal = answer.feasible && answer.cost - bound <= kProofTolerance * std::max(1.0, std::fabs(answer.cost));
+  answer.optimal = answer.feasible && meets_bound(answer.cost, bound);
   return answer;
 }
 

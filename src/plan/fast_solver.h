@@ -1,6 +1,8 @@
 #pragma once
 // The fast solver on the model (internal; the algorithm is described in fast_solver.cpp).
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -32,6 +34,9 @@ struct FastOptions {
 // (all of them, with threads). The bound is summed in long double and costs in double, so the two
 // can differ by rounding alone.
 inline constexpr double kProofTolerance = 1e-9;
+inline bool meets_bound(double cost, double bound) {
+  return cost - bound <= kProofTolerance * std::max(1.0, std::fabs(cost));
+}
 
 struct FastOutcome {
   std::vector<int32_t> x;  // model strategies
