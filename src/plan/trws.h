@@ -31,6 +31,9 @@ class Trws {
   std::vector<double> messages_;
   std::vector<double> weight_;  // per node: 1 / max(earlier neighbours, later neighbours)
   std::vector<double> belief_, scratch_;
+  // Per leaf (a node with one edge): the unary costs its last message was computed from.
+  std::vector<double> leaf_unary_;
+  std::vector<uint8_t> leaf_sent_;
 };
 
 }  // namespace px::plan
