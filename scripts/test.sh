@@ -6,12 +6,13 @@
 #                                     the consumer project tests/install/ against it).
 #   bash scripts/test.sh --sanitize   Debug build (-O1) with ASan+UBSan in build-asan/: all tests.
 #   bash scripts/test.sh --tsan       Debug build (-O1) with ThreadSanitizer in build-tsan/: the
-#                                     dist, dtensor and runtime tests (the multi-threaded layers).
+#                                     dist, dtensor and runtime tests and the plan layer's solver
+#                                     tests (the multi-threaded code).
 #
 # Installs missing Debian packages first (scripts/install-deps.sh; needs root or sudo).
 set -euo pipefail
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 
 sanitize=0
 tsan=0
