@@ -22,8 +22,8 @@ Trws::Trws(const Model& model) : model_(model) {
     weight_[k] = 1.0 / std::max({earlier, later, 1});
   }
   messages_.assign(message_offset_[incidences], 0.0);
-  leaf_unary_.assign(model.cost.size(), 0.0);
-  leaf_sent_.assign(n, 0);
+  // NaN equals nothing, so every leaf sends its first message.
+  leaf_unary_.assign(model.cost.size(), std::numeric_limits<double>::quiet_NaN());
 }
 
 void Trws::iterate(const std::vector<double>& unary, std::vector<int32_t>& x) {
@@ -58,7 +58,8 @@ void Trws::pass(const std::vector<double>& unary, bool forward, std::vector<int3
       (*x)[k] = static_cast<int32_t>(std::min_element(scratch_.begin(), scratch_.end()) - scratch_.begin());
     }
     // Messages to the nodes after k in this pass's direction.
-    const bool leaf = end - begin == 1;
+    const bool leaf = is_leaf(k);
+    const double* own = unary.data() + model_.strategy_offset[k];
     if (leaf) {
       // A leaf's message to its one neighbour is min over s of unary(s) + edge(s, t): its belief
       // less the message it received is its unary alone. So it changes only with the unary costs
@@ -66,23 +67,20 @@ void Trws::pass(const std::vector<double>& unary, bool forward, std::vector<int3
       // nodes are leaves: about 10% more rounds there.
       const ModelIncidence& inc = model_.incidence[begin];
       if (forward ? inc.other < k : inc.other > k) continue;
-      const double* own = unary.data() + model_.strategy_offset[k];
       double* seen = leaf_unary_.data() + model_.strategy_offset[k];
-      if (leaf_sent_[k] && std::equal(own, own + strategies, seen)) continue;
+      if (std::equal(own, own + strategies, seen)) continue;
       std::copy(own, own + strategies, seen);
-      leaf_sent_[k] = 1;
     }
     for (int64_t i = begin; i < end; ++i) {
       const ModelIncidence& inc = model_.incidence[i];
       if (forward ? inc.other < k : inc.other > k) continue;
       // A message into a leaf matters only for decoding it, and the forward pass decodes a leaf
       // from its earlier neighbour's strategy, not from a message.
-      if (forward && model_.incidence_offset[inc.other + 1] - model_.incidence_offset[inc.other] == 1) continue;
+      if (forward && is_leaf(inc.other)) continue;
       const double* in = messages_.data() + message_offset_[i];
       scratch_.resize(strategies);
       if (leaf) {
-        std::copy(unary.begin() + model_.strategy_offset[k], unary.begin() + model_.strategy_offset[k + 1],
-                  scratch_.begin());
+        std::copy(own, own + strategies, scratch_.begin());
       } else {
         for (int32_t s = 0; s < strategies; ++s) scratch_[s] = weight_[k] * belief_[s] - in[s];
       }

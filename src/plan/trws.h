@@ -25,6 +25,7 @@ class Trws {
 
  private:
   void pass(const std::vector<double>& unary, bool forward, std::vector<int32_t>* x);
+  bool is_leaf(int32_t k) const { return model_.incidence_offset[k + 1] - model_.incidence_offset[k] == 1; }
 
   const Model& model_;
   std::vector<int64_t> message_offset_;  // per incidence: its message into the incidence's node
@@ -33,7 +34,6 @@ class Trws {
   std::vector<double> belief_, scratch_;
   // Per leaf (a node with one edge): the unary costs its last message was computed from.
   std::vector<double> leaf_unary_;
-  std::vector<uint8_t> leaf_sent_;
 };
 
 }  // namespace px::plan
