@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <limits>
-#include <vector>
+#include <memory>
 
 #include "parallax/core/parallel.h"
 #include "parallax/kernels/gemm.h"
@@ -41,20 +41,27 @@ int64_t attention_scores(const AttentionShape& s) {
 
 namespace {
 
-// P [rows, keys] = softmax(scale · Q_blk K[:keys]ᵀ), the keys after each query's own position
-// hidden under a causal mask (every query sees at least key 0); `scores` is scratch.
+// Q_blk · scale into `scaled` [rows, d]: the scale rides on the block's queries (rows · d products)
+// rather than on its scores (rows · keys).
 template <class T>
-void block_probabilities(const T* q_blk, const T* k, int64_t rows, int64_t i0, int64_t keys, const AttentionShape& s,
-                         T* scores, T* probs) {
-  gemm(q_blk, row_major(rows, s.d, s.d), k, transposed(keys, s.d, s.d), scores, keys);
+void scale_queries(const T* q_blk, int64_t rows, const AttentionShape& s, T* scaled) {
   const T scale = static_cast<T>(s.scale);
-  const T hidden = -std::numeric_limits<T>::infinity();
-  for (int64_t r = 0; r < rows; ++r) {
-    T* row = scores + r * keys;
-    // Keys after the query's own position are hidden (a causal block's first rows see fewer).
-    const int64_t seen = s.causal ? std::clamp<int64_t>(s.first_query + i0 + r + 1, 0, keys) : keys;
-    for (int64_t j = 0; j < seen; ++j) row[j] *= scale;
-    for (int64_t j = seen; j < keys; ++j) row[j] = hidden;
+  for (int64_t i = 0; i < rows * s.d; ++i) scaled[i] = q_blk[i] * scale;
+}
+
+// P [rows, keys] = softmax(Q_scaled K[:keys]ᵀ), the keys after each query's own position hidden
+// under a causal mask (every query sees at least key 0); `scores` is scratch.
+template <class T>
+void block_probabilities(const T* q_scaled, const T* k, int64_t rows, int64_t i0, int64_t keys,
+                         const AttentionShape& s, T* scores, T* probs) {
+  gemm(q_scaled, row_major(rows, s.d, s.d), k, transposed(keys, s.d, s.d), scores, keys);
+  if (s.causal) {
+    const T hidden = -std::numeric_limits<T>::infinity();
+    for (int64_t r = 0; r < rows; ++r) {
+      // Keys after the query's own position are hidden (a causal block's first rows see fewer).
+      const int64_t seen = std::clamp<int64_t>(s.first_query + i0 + r + 1, 0, keys);
+      std::fill(scores + r * keys + seen, scores + (r + 1) * keys, hidden);
+    }
   }
   softmax(scores, probs, rows, keys, 1);
 }
@@ -81,21 +88,32 @@ void for_each_block(const AttentionShape& s, MakeScratch&& make_scratch, Visit&&
   });
 }
 
-// Per-thread scratch: `count` [block, Tk] matrices.
+// Per-thread scratch: `count` [block, Tk] matrices and one [block, d] block of scaled queries,
+// left uninitialized (every use writes before it reads).
 template <class T>
-std::vector<std::vector<T>> block_scratch(const AttentionShape& s, int count) {
-  return std::vector<std::vector<T>>(static_cast<size_t>(count),
-                                     std::vector<T>(static_cast<size_t>(std::min(kQueryBlock, s.tq) * s.tk)));
-}
+struct BlockScratch {
+  BlockScratch(const AttentionShape& s, int count)
+      : matrix_size(std::min(kQueryBlock, s.tq) * s.tk),
+        buffer(new T[static_cast<size_t>(count * matrix_size + std::min(kQueryBlock, s.tq) * s.d)]),
+        count(count) {}
+  T* matrix(int i) { return buffer.get() + i * matrix_size; }
+  T* queries() { return buffer.get() + count * matrix_size; }
+
+  int64_t matrix_size;
+  std::unique_ptr<T[]> buffer;
+  int count;
+};
 
 template <class T>
 void forward(const T* q, const T* k, const T* v, T* out, const AttentionShape& s) {
   for_each_block(
-      s, [&] { return block_scratch<T>(s, 2); },
-      [&](std::vector<std::vector<T>>& scratch, int64_t b, int64_t i0, int64_t rows, int64_t keys) {
-        T* scores = scratch[0].data();
-        T* probs = scratch[1].data();
-        block_probabilities(q + (b * s.tq + i0) * s.d, k + b * s.tk * s.d, rows, i0, keys, s, scores, probs);
+      s, [&] { return BlockScratch<T>(s, 2); },
+      [&](BlockScratch<T>& scratch, int64_t b, int64_t i0, int64_t rows, int64_t keys) {
+        T* scores = scratch.matrix(0);
+        T* probs = scratch.matrix(1);
+        T* q_scaled = scratch.queries();
+        scale_queries(q + (b * s.tq + i0) * s.d, rows, s, q_scaled);
+        block_probabilities(q_scaled, k + b * s.tk * s.d, rows, i0, keys, s, scores, probs);
         gemm(probs, row_major(rows, keys, keys), v + b * s.tk * s.dv, row_major(keys, s.dv, s.dv),
              out + (b * s.tq + i0) * s.dv, s.dv);
       },
@@ -104,38 +122,37 @@ void forward(const T* q, const T* k, const T* v, T* out, const AttentionShape& s
       });
 }
 
+// With S = scale · Q Kᵀ, the scale is carried by Q_scaled: dS' = P ∘ (dP − rowsum(P ∘ dP)) (the
+// softmax backward) gives dk += dS'ᵀ Q_scaled and dq = scale · dS' K.
 template <class T>
 void backward(const T* q, const T* k, const T* v, const T* g, T* dq, T* dk, T* dv, const AttentionShape& s) {
   std::fill(dk, dk + s.batch * s.tk * s.d, T(0));
   std::fill(dv, dv + s.batch * s.tk * s.dv, T(0));
   const T scale = static_cast<T>(s.scale);
   for_each_block(
-      s, [&] { return block_scratch<T>(s, 3); },
-      [&](std::vector<std::vector<T>>& scratch, int64_t b, int64_t i0, int64_t rows, int64_t keys) {
-        T* scores = scratch[0].data();
-        T* probs = scratch[1].data();
-        T* dprobs = scratch[2].data();
-        const T* q_blk = q + (b * s.tq + i0) * s.d;
+      s, [&] { return BlockScratch<T>(s, 3); },
+      [&](BlockScratch<T>& scratch, int64_t b, int64_t i0, int64_t rows, int64_t keys) {
+        T* scores = scratch.matrix(0);
+        T* probs = scratch.matrix(1);
+        T* dprobs = scratch.matrix(2);
+        T* q_scaled = scratch.queries();
         const T* g_blk = g + (b * s.tq + i0) * s.dv;
         const T* kb = k + b * s.tk * s.d;
         const T* vb = v + b * s.tk * s.dv;
+        T* dq_blk = dq + (b * s.tq + i0) * s.d;
         T* dkb = dk + b * s.tk * s.d;
         T* dvb = dv + b * s.tk * s.dv;
-        block_probabilities(q_blk, kb, rows, i0, keys, s, scores, probs);
+        scale_queries(q + (b * s.tq + i0) * s.d, rows, s, q_scaled);
+        block_probabilities(q_scaled, kb, rows, i0, keys, s, scores, probs);
         // dv[:keys] += Pᵀ g_blk; dP = g_blk v[:keys]ᵀ.
         gemm(probs, transposed(rows, keys, keys), g_blk, row_major(rows, s.dv, s.dv), dvb, s.dv, T(1));
         gemm(g_blk, row_major(rows, s.dv, s.dv), vb, transposed(keys, s.dv, s.dv), dprobs, keys);
-        // dS = P ∘ (dP − rowsum(P ∘ dP)) · scale, into dprobs.
-        for (int64_t r = 0; r < rows; ++r) {
-          const T* p = probs + r * keys;
-          T* ds = dprobs + r * keys;
-          T dot = 0;
-          for (int64_t j = 0; j < keys; ++j) dot += p[j] * ds[j];
-          for (int64_t j = 0; j < keys; ++j) ds[j] = p[j] * (ds[j] - dot) * scale;
-        }
-        // dq_blk = dS k[:keys]; dk[:keys] += dSᵀ q_blk.
-        gemm(dprobs, row_major(rows, keys, keys), kb, row_major(keys, s.d, s.d), dq + (b * s.tq + i0) * s.d, s.d);
-        gemm(dprobs, transposed(rows, keys, keys), q_blk, row_major(rows, s.d, s.d), dkb, s.d, T(1));
+        // dS' into the scores' scratch.
+        softmax_backward_rows(dprobs, probs, scores, rows, keys, 1, 0, rows);
+        // dq_blk = scale · dS' k[:keys]; dk[:keys] += dS'ᵀ Q_scaled.
+        gemm(scores, row_major(rows, keys, keys), kb, row_major(keys, s.d, s.d), dq_blk, s.d);
+        for (int64_t i = 0; i < rows * s.d; ++i) dq_blk[i] *= scale;
+        gemm(scores, transposed(rows, keys, keys), q_scaled, row_major(rows, s.d, s.d), dkb, s.d, T(1));
       },
       [&](int64_t b, int64_t i0, int64_t rows) {
         std::fill(dq + (b * s.tq + i0) * s.d, dq + (b * s.tq + i0 + rows) * s.d, T(0));
