@@ -52,8 +52,8 @@ void scale_queries(const T* q_blk, int64_t rows, const AttentionShape& s, T* sca
 // P [rows, keys] = softmax(Q_scaled K[:keys]ᵀ), the keys after each query's own position hidden
 // under a causal mask (every query sees at least key 0); `scores` is scratch.
 template <class T>
-void block_probabilities(const T* q_scaled, const T* k, int64_t rows, int64_t i0, int64_t keys,
-                         const AttentionShape& s, T* scores, T* probs) {
+void block_probabilities(const T* q_scaled, const T* k, int64_t rows, int64_t i0, int64_t keys, const AttentionShape& s,
+                         T* scores, T* probs) {
   gemm(q_scaled, row_major(rows, s.d, s.d), k, transposed(keys, s.d, s.d), scores, keys);
   if (s.causal) {
     const T hidden = -std::numeric_limits<T>::infinity();
