@@ -56,6 +56,7 @@
 #include <thread>
 
 #include "plan/dual_bound.h"
+#include "plan/partition_crossover.h"
 #include "plan/tree_blocks.h"
 #include "plan/trws.h"
 
@@ -116,6 +117,9 @@ constexpr int64_t kStallPerBestRound = 2;
 // from a nudge that keeps most of the solution to a shake that changes its basin).
 constexpr double kPriceShake = 0.5;
 constexpr double kRestartNoise[] = {0.01, 0.03, 0.1};
+// Crossover: a part whose gain is within this share of the best cost is rounding, not a gain.
+constexpr double kCrossoverGainTolerance = 1e-12;
+double crossover_least_gain(double best_cost) { return kCrossoverGainTolerance * std::max(1.0, std::fabs(best_cost)); }
 
 std::vector<double> usage_excess(const Model& model, const std::vector<int32_t>& x) {
   std::vector<double> delta(model.num_steps() + 1, 0.0);
@@ -158,11 +162,17 @@ class FastSolver {
   void block_descent(const std::vector<double>& unary, int max_sweeps, std::vector<int32_t>& x);
   // Message passing on the model's own costs until the decoded solutions stop improving.
   std::vector<int32_t> unconstrained();
-  // Repairs and improves x, and keeps it if it is the best so far.
+  // Repairs and improves x, keeps it if it is the best so far, and crosses it with the best.
   void consider(const std::vector<int32_t>& x);
   bool repair();
+  // Block passes and descent on the (feasible) state until they gain nothing.
+  void polish();
   double feasible_block_pass(BlockLimits limits);
+  // Keeps the state if it is the best so far; then the best takes every part of the state, or of
+  // the best it replaced, that is cheaper and fits (partition_crossover.h).
+  void record_and_cross();
   void record();
+  void cross_into_best(const std::vector<int32_t>& other);
   FastOutcome outcome(int64_t rounds) const;
   // The costs the messages see after a restart: `unary` with relative noise of noise_.
   void add_noise(std::vector<double>& unary);
@@ -189,6 +199,7 @@ class FastSolver {
   double best_bound_ = -kInfinity;
   std::vector<double> caps_;
   int64_t restarts_ = 0;
+  int64_t crossovers_ = 0;  // crossovers that switched a part into the best
   double noise_ = 0;
 };
 
@@ -378,20 +389,42 @@ void FastSolver::record() {
 void FastSolver::consider(const std::vector<int32_t>& x) {
   state_.assign(x);
   if (!state_.feasible() && !repair()) {
-    record();
+    record_and_cross();
     return;
   }
   state_.descend(options_.deadline, rng_);
   // Block descent is the expensive part: only for candidates close to the best.
-  if (best_feasible_ && state_.cost() > kPolishWithin * best_cost_) {
-    record();
-    return;
-  }
+  if (!best_feasible_ || state_.cost() <= kPolishWithin * best_cost_) polish();
+  record_and_cross();
+}
+
+void FastSolver::polish() {
   for (int round = 0; round < kPolishRounds && !out_of_time(); ++round) {
     double gain = feasible_block_pass(kPolishBlock);
     if (gain <= 0) break;
     gain += state_.descend(options_.deadline, rng_);
   }
+}
+
+void FastSolver::record_and_cross() {
+  std::vector<int32_t> candidate = state_.x();
+  std::vector<int32_t> previous = best_x_;
+  const bool had_feasible = best_feasible_;
+  record();
+  if (!best_feasible_) return;
+  if (best_x_ != candidate) {
+    cross_into_best(candidate);
+  } else if (had_feasible) {
+    cross_into_best(previous);
+  }
+}
+
+void FastSolver::cross_into_best(const std::vector<int32_t>& other) {
+  state_.assign(best_x_);
+  if (cross_into(model_, state_, other, crossover_least_gain(best_cost_)) == 0) return;
+  ++crossovers_;
+  state_.descend(options_.deadline, rng_);
+  polish();
   record();
 }
 
@@ -403,6 +436,7 @@ FastOutcome FastSolver::outcome(int64_t rounds) const {
   out.max_excess = best_excess_;
   out.rounds = rounds;
   out.restarts = restarts_;
+  out.crossovers = crossovers_;
   out.lower_bound = best_feasible_ ? std::min(best_bound_, best_cost_) : best_bound_;
   out.optimal = proven();
   return out;
@@ -573,6 +607,23 @@ FastOutcome solve_fast_model(const Model& model, const FastOptions& options) {
     bound = std::max(bound, outcomes[i].lower_bound);  // each search's bound holds for all
   }
   FastOutcome answer = std::move(outcomes[best]);
+  // The searches' answers differ in parts; the best takes the others' cheaper parts that fit, in
+  // thread order (so the same answers give the same result), without polishing: the time is up.
+  if (answer.feasible) {
+    SearchState state(model);
+    state.assign(answer.x);
+    int64_t kept = 0;
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      if (i != best && !outcomes[i].x.empty())
+        kept += cross_into(model, state, outcomes[i].x, crossover_least_gain(answer.cost));
+    }
+    const double crossed_cost = model_cost(model, state.x());
+    if (kept > 0 && state.feasible() && crossed_cost < answer.cost) {
+      answer.x = state.x();
+      answer.cost = crossed_cost;
+      answer.crossovers += kept;
+    }
+  }
   answer.lower_bound = answer.feasible ? std::min(bound, answer.cost) : bound;
   answer.optimal = answer.feasible && meets_bound(answer.cost, bound);
   return answer;

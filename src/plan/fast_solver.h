@@ -41,10 +41,11 @@ inline bool meets_bound(double cost, double bound) {
 struct FastOutcome {
   std::vector<int32_t> x;  // model strategies
   bool feasible = false;
-  double cost = 0;        // model cost, constant included
-  double max_excess = 0;  // the largest usage over capacity (<= 0 when feasible)
-  int64_t rounds = 0;     // Lagrangian rounds run (the answer's search)
-  int64_t restarts = 0;   // perturbed restarts after a stall (the answer's search)
+  double cost = 0;         // model cost, constant included
+  double max_excess = 0;   // the largest usage over capacity (<= 0 when feasible)
+  int64_t rounds = 0;      // Lagrangian rounds run (the answer's search)
+  int64_t restarts = 0;    // perturbed restarts after a stall (the answer's search)
+  int64_t crossovers = 0;  // crossovers that switched a part into the best (the answer's search)
   // The best lower bound any search proved (dual_bound.h), -inf when none; never above cost when
   // feasible. `optimal`: feasible and cost within kProofTolerance of it.
   double lower_bound = -kInfinity;
