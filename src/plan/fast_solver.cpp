@@ -223,7 +223,7 @@ void FastSolver::add_noise(std::vector<double>& unary) {
 
 void FastSolver::block_descent(const std::vector<double>& unary, int max_sweeps, std::vector<int32_t>& x) {
   for (int sweep = 0; sweep < max_sweeps && !out_of_time(); ++sweep) {
-    if (blocks_.sweep(unary, nullptr, BlockLimits{}, x, rng_) == 0) break;
+    if (blocks_.sweep(unary, nullptr, BlockLimits{}, x, rng_, options_.deadline) == 0) break;
   }
 }
 
@@ -234,7 +234,7 @@ std::vector<int32_t> FastSolver::unconstrained() {
   double best_cost = kInfinity;
   int64_t last_improvement = 0;
   for (int64_t pass = 1; Clock::now() < until; ++pass) {
-    trws_.iterate(model_.cost, x);
+    trws_.iterate(model_.cost, x, options_.deadline);
     if (pass % kDecodeEvery != 0) continue;
     std::vector<int32_t> candidate = x;
     block_descent(model_.cost, kFinishSweeps, candidate);
@@ -484,7 +484,7 @@ FastOutcome FastSolver::run() {
     }
     unary = priced;
     add_noise(unary);
-    for (int pass = 0; pass < kTrwsPerRound && !out_of_time(); ++pass) trws_.iterate(unary, x);
+    for (int pass = 0; pass < kTrwsPerRound && !out_of_time(); ++pass) trws_.iterate(unary, x, options_.deadline);
     block_descent(unary, kPricedSweeps, x);
     const std::vector<double> excess = usage_excess(model_, x);
     long double price = 0;

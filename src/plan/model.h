@@ -8,6 +8,7 @@
 // those steps checks them all). Arrays are flat (offsets into one buffer) for the solvers' inner
 // loops.
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -15,6 +16,9 @@
 #include "parallax/plan/problem.h"
 
 namespace px::plan {
+
+// The solvers' deadlines are on this clock.
+using Clock = std::chrono::steady_clock;
 
 // A cost or bound the solvers have not found yet (unlike kForbiddenCost, which is a finite price).
 inline constexpr double kInfinity = std::numeric_limits<double>::infinity();

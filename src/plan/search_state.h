@@ -13,8 +13,6 @@
 
 namespace px::plan {
 
-using Clock = std::chrono::steady_clock;
-
 class SearchState {
  public:
   explicit SearchState(const Model& model);

@@ -154,6 +154,8 @@ SolverKind parse_solver_kind(std::string_view text) {
 }
 
 SolveResult solve(const ShardingProblem& problem, const SolveOptions& options) {
+  // The limit is the caller's whole wait: validating and compressing a large problem count too.
+  const Clock::time_point start = Clock::now();
   problem.validate();
   if (!(options.time_limit_s > 0) || !std::isfinite(options.time_limit_s)) {
     throw ValueError("solve: the time limit must be a positive number of seconds, got " +
@@ -165,7 +167,6 @@ SolveResult solve(const ShardingProblem& problem, const SolveOptions& options) {
     throw ValueError("solve: stop_after_stall must be >= 0 (0: never), got " +
                      std::to_string(options.stop_after_stall));
   }
-  const Clock::time_point start = Clock::now();
   const Clock::time_point deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
   const Model model = build_model(problem);

@@ -158,15 +158,17 @@ double TreeBlockSolver::solve_block(int32_t root, const std::vector<double>& una
 }
 
 int64_t TreeBlockSolver::sweep(const std::vector<double>& unary, const double* usage_cap, BlockLimits limits,
-                               std::vector<int32_t>& x, std::mt19937_64& rng) {
+                               std::vector<int32_t>& x, std::mt19937_64& rng, Clock::time_point deadline) {
   const int32_t n = model_.num_nodes();
   std::vector<int32_t> roots(n);
   std::iota(roots.begin(), roots.end(), 0);
   std::shuffle(roots.begin(), roots.end(), rng);
   std::fill(covered_.begin(), covered_.end(), 0);
   int64_t changed = 0;
-  for (int32_t root : roots) {
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t root = roots[i];
     if (covered_[root]) continue;
+    if ((i & 63) == 0 && Clock::now() >= deadline) break;
     solve_block(root, unary, usage_cap, limits, x);
     for (size_t p = 0; p < order_.size(); ++p) {
       covered_[order_[p]] = 1;

@@ -43,10 +43,11 @@ class TreeBlockSolver {
   const std::vector<int32_t>& block() const { return order_; }
   const std::vector<int32_t>& previous() const { return previous_; }
 
-  // Blocks from every node in a random order that is not yet in a block of this sweep.
+  // Blocks from every node in a random order that is not yet in a block of this sweep, until the
+  // deadline (a sweep of a large model takes long enough to overrun a time limit).
   // Returns the number of nodes whose strategy changed.
   int64_t sweep(const std::vector<double>& unary, const double* usage_cap, BlockLimits limits, std::vector<int32_t>& x,
-                std::mt19937_64& rng);
+                std::mt19937_64& rng, Clock::time_point deadline);
 
  private:
   void grow(int32_t root, BlockLimits limits);

@@ -26,14 +26,14 @@ Trws::Trws(const Model& model) : model_(model) {
   leaf_unary_.assign(model.cost.size(), std::numeric_limits<double>::quiet_NaN());
 }
 
-void Trws::iterate(const std::vector<double>& unary, std::vector<int32_t>& x) {
-  pass(unary, true, &x);
-  pass(unary, false, nullptr);
+void Trws::iterate(const std::vector<double>& unary, std::vector<int32_t>& x, Clock::time_point deadline) {
+  if (pass(unary, true, &x, deadline)) pass(unary, false, nullptr, deadline);
 }
 
-void Trws::pass(const std::vector<double>& unary, bool forward, std::vector<int32_t>* x) {
+bool Trws::pass(const std::vector<double>& unary, bool forward, std::vector<int32_t>* x, Clock::time_point deadline) {
   const int32_t n = model_.num_nodes();
   for (int32_t step = 0; step < n; ++step) {
+    if ((step & 255) == 255 && Clock::now() >= deadline) return false;
     const int32_t k = forward ? step : n - 1 - step;
     const int32_t strategies = model_.num_strategies(k);
     const int64_t begin = model_.incidence_offset[k];
@@ -107,6 +107,7 @@ void Trws::pass(const std::vector<double>& unary, bool forward, std::vector<int3
       for (int32_t t = 0; t < theirs; ++t) out[t] -= lowest;
     }
   }
+  return true;
 }
 
 }  // namespace px::plan

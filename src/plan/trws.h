@@ -20,11 +20,14 @@ class Trws {
 
   // One forward and one backward pass for these per-strategy node costs (replacing the model's);
   // the forward pass also decodes a solution into x (each node's best strategy given the earlier
-  // nodes' decoded strategies and the later nodes' messages).
-  void iterate(const std::vector<double>& unary, std::vector<int32_t>& x);
+  // nodes' decoded strategies and the later nodes' messages). At the deadline it stops where it is:
+  // every message update is valid on its own, and x keeps its old strategies past that point.
+  void iterate(const std::vector<double>& unary, std::vector<int32_t>& x,
+               Clock::time_point deadline = Clock::time_point::max());
 
  private:
-  void pass(const std::vector<double>& unary, bool forward, std::vector<int32_t>* x);
+  // False when the deadline cut it short.
+  bool pass(const std::vector<double>& unary, bool forward, std::vector<int32_t>* x, Clock::time_point deadline);
   bool is_leaf(int32_t k) const { return model_.incidence_offset[k + 1] - model_.incidence_offset[k] == 1; }
 
   const Model& model_;
