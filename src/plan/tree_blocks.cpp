@@ -166,9 +166,9 @@ int64_t TreeBlockSolver::sweep(const std::vector<double>& unary, const double* u
   std::fill(covered_.begin(), covered_.end(), 0);
   int64_t changed = 0;
   for (int32_t i = 0; i < n; ++i) {
+    if ((i & 63) == 0 && Clock::now() >= deadline) break;
     const int32_t root = roots[i];
     if (covered_[root]) continue;
-    if ((i & 63) == 0 && Clock::now() >= deadline) break;
     solve_block(root, unary, usage_cap, limits, x);
     for (size_t p = 0; p < order_.size(); ++p) {
       covered_[order_[p]] = 1;
